@@ -1,0 +1,5 @@
+# The engine benchmark (Google Benchmark) and its plot script.
+noinst_PROGRAMS += bench/engine/engine_bench
+bench_engine_engine_bench_SOURCES = bench/engine/engine_bench.cc
+bench_engine_engine_bench_LDADD = matching/libubermatch_matching.la -lbenchmark -lpthread
+EXTRA_DIST += bench/engine/plot-engine-bench.py bench/engine/run.sh

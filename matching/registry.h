@@ -1,0 +1,34 @@
+// The backends, by name. Adding one is a file pair plus one row in registry.cc.
+#ifndef UBERMATCH_MATCHING_REGISTRY_H
+#define UBERMATCH_MATCHING_REGISTRY_H
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "matching/engine.h"
+
+namespace ubermatch {
+
+struct Backend {
+    const char *name;
+    const char *description;
+    std::unique_ptr<Engine> (*make)(int32_t comm_size, const um_params_t &params);
+};
+
+const std::vector<Backend> &backends();
+
+// "list, perpeer, bins"
+const std::string &backend_names();
+
+// Throws std::invalid_argument, with a message naming the valid choices, for an
+// unknown backend, a communicator size below 1 or a parameter out of range.
+std::unique_ptr<Engine> make_engine(const std::string &backend, int32_t comm_size,
+                                    const um_params_t &params);
+
+um_params_t default_params();
+
+} // namespace ubermatch
+
+#endif

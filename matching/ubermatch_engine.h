@@ -1,0 +1,153 @@
+/*
+ * ubermatch matching engine: the C interface.
+ *
+ * One engine instance holds the matching state of one communicator: the
+ * posted-receive queue and the unexpected-message queue, in whatever shape the
+ * selected backend keeps them. Requests and messages are opaque handles; the
+ * engine never looks inside them. The PML's C glue calls only this header.
+ *
+ * Matching rules kept by every backend:
+ *  - a receive (source|UM_ANY_SOURCE, tag|UM_ANY_TAG) matches a message
+ *    (source, tag) when the sources are equal or the receive's is ANY, and the
+ *    tags are equal or the receive's is ANY and the message tag is >= 0
+ *    (negative tags carry collective traffic and never match ANY_TAG);
+ *  - a receive takes the earliest-arrived matching message;
+ *  - a message goes to the earliest-posted matching receive.
+ */
+#ifndef UBERMATCH_ENGINE_H
+#define UBERMATCH_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Wildcards, equal to Open MPI's MPI_ANY_SOURCE and MPI_ANY_TAG. A message
+ * never carries tag UM_ANY_TAG. */
+#define UM_ANY_SOURCE (-1)
+#define UM_ANY_TAG (-1)
+
+/* Status codes of the engine calls. */
+enum um_status {
+    UM_OK = 0,
+    UM_ERR_SOURCE = 1,    /* source outside [0, comm_size) and not ANY */
+    UM_ERR_TAG = 2,       /* a message with tag UM_ANY_TAG */
+    UM_ERR_ARG = 3        /* NULL handle or other malformed argument */
+};
+
+/* What the PML knows about the traffic an element belongs to. */
+typedef enum um_coll {
+    UM_COLL_NONE = 0, /* point-to-point */
+    UM_COLL_BARRIER,
+    UM_COLL_BCAST,
+    UM_COLL_REDUCE,
+    UM_COLL_ALLREDUCE,
+    UM_COLL_GATHER,
+    UM_COLL_GATHERV,
+    UM_COLL_SCATTER,
+    UM_COLL_SCATTERV,
+    UM_COLL_ALLGATHER,
+    UM_COLL_ALLGATHERV,
+    UM_COLL_ALLTOALL,
+    UM_COLL_ALLTOALLV,
+    UM_COLL_ALLTOALLW,
+    UM_COLL_REDUCE_SCATTER,
+    UM_COLL_REDUCE_SCATTER_BLOCK,
+    UM_COLL_SCAN,
+    UM_COLL_EXSCAN,
+    UM_COLL_NEIGHBOR,
+    UM_COLL_OTHER, /* collective traffic of an unknown operation */
+    UM_COLL_COUNT
+} um_coll_t;
+
+typedef struct um_hint {
+    uint16_t coll;      /* um_coll_t */
+    uint16_t reserved;
+    uint32_t msg_size;  /* bytes, 0 when unknown */
+    uint32_t comm_size; /* processes in the communicator, 0 when unknown */
+} um_hint_t;
+
+/* The result of one matching operation. */
+typedef struct um_match {
+    void *handle;       /* the matched request/message, NULL when none */
+    uint32_t inspected; /* queue elements compared (search depth) */
+} um_match_t;
+
+/* Counters of one class of traffic (point-to-point or collective). */
+typedef struct um_class_stats {
+    uint64_t searches;      /* post_recv, arrive, probe and mprobe calls */
+    uint64_t matches;       /* of those, the ones that found an element */
+    uint64_t inspected;     /* elements compared, summed */
+    uint64_t max_inspected; /* the deepest single search */
+} um_class_stats_t;
+
+typedef struct um_stats {
+    uint64_t posted_len;     /* receives queued now */
+    uint64_t unexpected_len; /* messages queued now */
+    uint64_t posted_max;     /* high-water marks */
+    uint64_t unexpected_max;
+    uint64_t queues;         /* queues allocated now */
+    uint64_t bytes;          /* bytes held by the engine's structures */
+    uint64_t cancels;        /* receives removed by cancel */
+    um_class_stats_t p2p;
+    um_class_stats_t coll;
+} um_stats_t;
+
+/* Backend parameters. um_params_init() sets the defaults; a value out of
+ * range makes um_engine_create() fail with a message giving the range. */
+typedef struct um_params {
+    int64_t bins; /* "bins": number of hash bins, 1 .. 1048576 (default 256) */
+} um_params_t;
+
+typedef struct um_engine um_engine_t;
+
+void um_params_init(um_params_t *params);
+
+/* Creates the engine of one communicator of comm_size processes. On failure
+ * returns NULL and writes a message naming the valid choices into err. */
+um_engine_t *um_engine_create(const char *backend, int32_t comm_size,
+                              const um_params_t *params, char *err, size_t errlen);
+void um_engine_destroy(um_engine_t *engine);
+
+/* A new receive: returns the earliest-arrived matching message (removed from
+ * the unexpected queue), or queues the receive (out->handle == NULL). */
+int um_engine_post_recv(um_engine_t *engine, int32_t source, int32_t tag,
+                        const um_hint_t *hint, void *request, um_match_t *out);
+/* A new message, in MPI order for its source: returns the earliest-posted
+ * matching receive (removed), or queues the message as unexpected. */
+int um_engine_arrive(um_engine_t *engine, int32_t source, int32_t tag,
+                     const um_hint_t *hint, void *message, um_match_t *out);
+/* Finds the message a receive would take, without removing it. */
+int um_engine_probe(um_engine_t *engine, int32_t source, int32_t tag,
+                    const um_hint_t *hint, um_match_t *out);
+/* Finds and removes the message a receive would take (MPI_Mprobe). */
+int um_engine_mprobe(um_engine_t *engine, int32_t source, int32_t tag,
+                     const um_hint_t *hint, um_match_t *out);
+/* Removes a queued receive posted with (source, tag). *removed is 1 when it
+ * was queued and is now removed, 0 when it is not queued (already matched). */
+int um_engine_cancel(um_engine_t *engine, int32_t source, int32_t tag, void *request,
+                     int *removed);
+
+void um_engine_stats(const um_engine_t *engine, um_stats_t *stats);
+const char *um_engine_backend(const um_engine_t *engine);
+/* Prints the statistics and both queues in order. */
+void um_engine_dump(const um_engine_t *engine, FILE *out);
+
+/* The registry of backends, in registration order. */
+size_t um_backend_count(void);
+const char *um_backend_name(size_t index);
+const char *um_backend_description(size_t index);
+/* "list, perpeer, bins": for error messages and help strings. */
+const char *um_backend_names(void);
+
+const char *um_status_string(int status);
+const char *um_coll_name(um_coll_t coll);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UBERMATCH_ENGINE_H */

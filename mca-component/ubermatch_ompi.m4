@@ -1,0 +1,47 @@
+# Build glue shared by the ubermatch components: where Open MPI's devel
+# headers are, and where its components are installed.
+
+# UM_FIND_OMPI: sets OMPI_CPPFLAGS and ompi_componentdir, or stops with the
+# name of the Debian package to install.
+AC_DEFUN([UM_FIND_OMPI], [
+    AC_ARG_WITH([ompi-component-dir],
+        [AS_HELP_STRING([--with-ompi-component-dir=DIR],
+            [where `make install` puts the MCA components (default: Open MPI's pkglibdir, from ompi_info)])],
+        [], [with_ompi_component_dir=])
+    AC_PATH_PROG([MPICC], [mpicc], [no])
+    AC_PATH_PROG([OMPI_INFO], [ompi_info], [no])
+    AS_IF([test "x$MPICC" = xno || test "x$OMPI_INFO" = xno],
+        [AC_MSG_ERROR([Open MPI not found (mpicc, ompi_info): install the Debian packages libopenmpi-dev and openmpi-bin])])
+
+    AC_MSG_CHECKING([for Open MPI's include directories])
+    OMPI_CPPFLAGS=""
+    for dir in `$MPICC --showme:incdirs`; do
+        OMPI_CPPFLAGS="$OMPI_CPPFLAGS -I$dir"
+    done
+    AC_MSG_RESULT([$OMPI_CPPFLAGS])
+
+    um_save_CPPFLAGS=$CPPFLAGS
+    CPPFLAGS="$CPPFLAGS $OMPI_CPPFLAGS"
+    AC_LANG_PUSH([C])
+    AC_CHECK_HEADERS([ompi_config.h ompi/mca/pml/pml.h], [],
+        [AC_MSG_ERROR([Open MPI's devel headers are missing ($ac_header): install the Debian package libopenmpi-dev])],
+        [#include <ompi_config.h>])
+    AC_LANG_POP([C])
+    CPPFLAGS=$um_save_CPPFLAGS
+
+    AC_MSG_CHECKING([for Open MPI's version])
+    OMPI_VERSION=`$OMPI_INFO --parsable 2>/dev/null | sed -n 's/^ompi:version:full://p'`
+    AC_MSG_RESULT([$OMPI_VERSION])
+
+    AC_MSG_CHECKING([where Open MPI looks for components])
+    AS_IF([test -n "$with_ompi_component_dir"],
+        [ompi_componentdir=$with_ompi_component_dir],
+        [ompi_componentdir=`$OMPI_INFO --parsable --path pkglibdir | sed -n 's/^path:pkglibdir://p'`])
+    AS_IF([test -z "$ompi_componentdir"],
+        [AC_MSG_ERROR([could not read Open MPI's component directory from ompi_info; give --with-ompi-component-dir])])
+    AC_MSG_RESULT([$ompi_componentdir])
+
+    AC_SUBST([OMPI_CPPFLAGS])
+    AC_SUBST([OMPI_VERSION])
+    AC_SUBST([ompi_componentdir])
+])

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, and runs every test
+# suite. Ends with one line "tests: N passed, M failed" (suites), and exits
+# non-zero when any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/build.sh --sanitizers || { echo "build failed"; echo "tests: 0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+suite() { # name, command...
+    local name=$1
+    shift
+    echo ">>> $name"
+    local start=$SECONDS
+    if "$@"; then
+        passed=$((passed + 1))
+        echo ">>> $name: passed ($((SECONDS - start)) s)"
+    else
+        failed=$((failed + 1))
+        echo ">>> $name: FAILED ($((SECONDS - start)) s)"
+    fi
+}
+
+show_logs() { # make check writes the programs' output to logs
+    local rc=0
+    make -C build -j2 check || rc=$?
+    cat build/test/engine/*.log
+    return $rc
+}
+
+suite "engine unit and differential tests (10^6 operations per backend)" show_logs
+
+sanitized() {
+    make -C build-asan -j2 -s test/engine/unit_tests test/engine/differential_tests &&
+        build-asan/test/engine/unit_tests &&
+        build-asan/test/engine/differential_tests --ops 200000
+}
+suite "engine tests under ASan+UBSan" sanitized
+
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,26 @@
+// Catch2 main of the engine tests, with --ops N (operations per backend in the
+// differential test; 100000000 for a soak) and --seed S.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include "test/engine/test_options.h"
+
+namespace ubermatch::test {
+Options &options() {
+    static Options o;
+    return o;
+}
+} // namespace ubermatch::test
+
+int main(int argc, char *argv[]) {
+    Catch::Session session;
+    auto &o = ubermatch::test::options();
+    using Catch::clara::Opt;
+    session.cli(session.cli() |
+                Opt(o.ops, "n")["--ops"]("operations per backend in the differential test") |
+                Opt(o.seed, "s")["--seed"]("base seed of the randomized operation sequences"));
+    if (const int rc = session.applyCommandLine(argc, argv); rc != 0) {
+        return rc;
+    }
+    return session.run();
+}

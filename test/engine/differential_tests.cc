@@ -1,0 +1,141 @@
+// Every registered backend against the reference model, on the same seeded
+// random operation sequences, compared after every operation.
+#include <catch2/catch.hpp>
+
+#include <iostream>
+#include <sstream>
+
+#include "matching/registry.h"
+#include "test/engine/oracle.h"
+#include "test/engine/test_options.h"
+#include "test/engine/workload.h"
+
+using namespace ubermatch;
+using namespace ubermatch::test;
+
+namespace {
+
+const char *kind_name(OpKind k) {
+    switch (k) {
+    case OpKind::post_recv: return "post_recv";
+    case OpKind::arrive: return "arrive";
+    case OpKind::probe: return "probe";
+    case OpKind::mprobe: return "mprobe";
+    case OpKind::cancel: return "cancel";
+    }
+    return "?";
+}
+
+bool same_queue(const std::vector<QueuedElement> &got, const std::vector<OracleEntry> &want) {
+    if (got.size() != want.size()) {
+        return false;
+    }
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (got[i].handle != want[i].handle || got[i].source != want[i].source ||
+            got[i].tag != want[i].tag) {
+            return false;
+        }
+    }
+    return true;
+}
+
+struct RunResult {
+    uint64_t ops = 0;
+    uint64_t matches = 0;
+    uint64_t max_depth = 0;
+    std::string first_difference; // empty: none
+};
+
+// Runs `ops` operations of one mix on a backend and the model in lock step.
+RunResult run_mix(const std::string &backend, const Mix &mix, uint64_t seed, uint64_t ops) {
+    RunResult res;
+    auto engine = make_engine(backend, mix.comm_size, default_params());
+    Oracle model(mix.comm_size);
+    Workload work(mix, seed);
+    for (uint64_t i = 0; i < ops; ++i) {
+        const Op op = work.next(model);
+        int want_rc = 0;
+        int got_rc = 0;
+        void *want = nullptr;
+        um_match_t got{};
+        switch (op.kind) {
+        case OpKind::post_recv:
+            want_rc = model.post_recv(op.source, op.tag, op.handle, &want);
+            got_rc = engine->post_recv(op.source, op.tag, op.hint, op.handle, &got);
+            break;
+        case OpKind::arrive:
+            want_rc = model.arrive(op.source, op.tag, op.handle, &want);
+            got_rc = engine->arrive(op.source, op.tag, op.hint, op.handle, &got);
+            break;
+        case OpKind::probe:
+        case OpKind::mprobe: {
+            const bool remove = op.kind == OpKind::mprobe;
+            want_rc = model.probe(op.source, op.tag, remove, &want);
+            got_rc = remove ? engine->mprobe(op.source, op.tag, op.hint, &got)
+                            : engine->probe(op.source, op.tag, op.hint, &got);
+            break;
+        }
+        case OpKind::cancel: {
+            bool want_removed = false;
+            bool got_removed = false;
+            want_rc = model.cancel(op.source, op.tag, op.handle, &want_removed);
+            got_rc = engine->cancel(op.source, op.tag, op.handle, &got_removed);
+            want = want_removed ? op.handle : nullptr;
+            got.handle = got_removed ? op.handle : nullptr;
+            break;
+        }
+        }
+        ++res.ops;
+        res.matches += want != nullptr;
+        const um_stats_t s = engine->stats();
+        res.max_depth = std::max<uint64_t>(res.max_depth, std::max(s.posted_len, s.unexpected_len));
+        const bool lengths_ok = s.posted_len == model.posted().size() &&
+                                s.unexpected_len == model.unexpected().size();
+        bool queues_ok = true;
+        if (i % 1024 == 0 || i + 1 == ops) {
+            const Snapshot snap = engine->snapshot();
+            queues_ok = same_queue(snap.posted, model.posted()) &&
+                        same_queue(snap.unexpected, model.unexpected());
+        }
+        if (want_rc != got_rc || (want_rc == UM_OK && want != got.handle) || !lengths_ok ||
+            !queues_ok) {
+            std::ostringstream d;
+            d << "backend " << backend << ", mix " << mix.name << ", seed " << seed << ", op " << i
+              << ": " << kind_name(op.kind) << "(source " << op.source << ", tag " << op.tag
+              << ") model rc " << want_rc << " handle " << want << ", engine rc " << got_rc
+              << " handle " << got.handle << "; posted " << s.posted_len << "/"
+              << model.posted().size() << ", unexpected " << s.unexpected_len << "/"
+              << model.unexpected().size() << (queues_ok ? "" : ", queue contents differ");
+            res.first_difference = d.str();
+            return res;
+        }
+    }
+    return res;
+}
+
+} // namespace
+
+TEST_CASE("every backend matches the reference model on random sequences", "[differential]") {
+    const Options &opt = options();
+    const std::vector<Mix> mixes = standard_mixes();
+    for (const Backend &b : backends()) {
+        DYNAMIC_SECTION("backend " << b.name) {
+            uint64_t total = 0;
+            uint64_t matches = 0;
+            for (size_t m = 0; m < mixes.size(); ++m) {
+                const uint64_t ops = opt.ops / mixes.size() + (m < opt.ops % mixes.size() ? 1 : 0);
+                const RunResult r = run_mix(b.name, mixes[m], opt.seed + m, ops);
+                INFO(r.first_difference);
+                REQUIRE(r.first_difference.empty());
+                // The mix must really reach its depth, or "deep queues" are not tested.
+                CHECK(r.max_depth >= std::min<uint64_t>(mixes[m].max_depth, ops / 8));
+                total += r.ops;
+                matches += r.matches;
+            }
+            CHECK(total == opt.ops);
+            CHECK(matches > total / 4);
+            std::cout << b.name << ": " << total << " operations, " << matches
+                      << " matches, 0 differences from the model\n";
+        }
+    }
+}

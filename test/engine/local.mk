@@ -1,0 +1,17 @@
+# Engine tests: edge cases and the differential test against the reference model.
+check_LTLIBRARIES = test/engine/libengine_test_support.la
+test_engine_libengine_test_support_la_SOURCES = \
+	test/engine/catch_main.cc test/engine/test_options.h \
+	test/engine/oracle.h test/engine/oracle.cc \
+	test/engine/workload.h test/engine/workload.cc
+
+UM_ENGINE_TEST_LIBS = test/engine/libengine_test_support.la matching/libubermatch_matching.la
+
+check_PROGRAMS += test/engine/unit_tests test/engine/differential_tests
+TESTS += test/engine/unit_tests test/engine/differential_tests
+
+test_engine_unit_tests_SOURCES = test/engine/unit_tests.cc
+test_engine_unit_tests_LDADD = $(UM_ENGINE_TEST_LIBS)
+
+test_engine_differential_tests_SOURCES = test/engine/differential_tests.cc
+test_engine_differential_tests_LDADD = $(UM_ENGINE_TEST_LIBS)

@@ -1,0 +1,286 @@
+// Edge cases of the matching rules and of the interface, for every backend.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <sstream>
+
+#include "matching/registry.h"
+#include "matching/ubermatch_engine.h"
+
+using namespace ubermatch;
+
+namespace {
+
+void *h(uintptr_t v) { return reinterpret_cast<void *>(v); }
+
+const um_hint_t kP2P{};
+
+um_hint_t coll_hint() {
+    um_hint_t hint{};
+    hint.coll = UM_COLL_ALLREDUCE;
+    return hint;
+}
+
+// Test helpers: each returns the handle matched, or nullptr.
+struct Driver {
+    std::unique_ptr<Engine> e;
+    Driver(const std::string &backend, int32_t n) : e(make_engine(backend, n, default_params())) {}
+    void *post(int32_t s, int32_t t, uintptr_t handle, const um_hint_t &hint = kP2P) {
+        um_match_t m{};
+        REQUIRE(e->post_recv(s, t, hint, h(handle), &m) == UM_OK);
+        return m.handle;
+    }
+    void *arrive(int32_t s, int32_t t, uintptr_t handle, const um_hint_t &hint = kP2P) {
+        um_match_t m{};
+        REQUIRE(e->arrive(s, t, hint, h(handle), &m) == UM_OK);
+        return m.handle;
+    }
+    void *probe(int32_t s, int32_t t, bool remove = false) {
+        um_match_t m{};
+        REQUIRE((remove ? e->mprobe(s, t, kP2P, &m) : e->probe(s, t, kP2P, &m)) == UM_OK);
+        return m.handle;
+    }
+    bool cancel(int32_t s, int32_t t, uintptr_t handle) {
+        bool removed = false;
+        REQUIRE(e->cancel(s, t, h(handle), &removed) == UM_OK);
+        return removed;
+    }
+};
+
+std::vector<std::string> all_backends() {
+    std::vector<std::string> names;
+    for (const Backend &b : backends()) {
+        names.emplace_back(b.name);
+    }
+    return names;
+}
+
+} // namespace
+
+TEST_CASE("empty queues", "[unit]") {
+    for (const std::string &name : all_backends()) {
+        DYNAMIC_SECTION(name) {
+            Driver d(name, 4);
+            CHECK(d.probe(UM_ANY_SOURCE, UM_ANY_TAG) == nullptr);
+            CHECK(d.probe(1, 3, true) == nullptr);
+            CHECK_FALSE(d.cancel(0, 0, 7));
+            CHECK(d.arrive(2, 5, 10) == nullptr);
+            CHECK(d.e->stats().unexpected_len == 1);
+            CHECK(d.post(2, 5, 11) == h(10));
+            CHECK(d.e->stats().unexpected_len == 0);
+            CHECK(d.e->stats().posted_len == 0);
+        }
+    }
+}
+
+TEST_CASE("a receive takes the earliest-arrived matching message", "[unit]") {
+    for (const std::string &name : all_backends()) {
+        DYNAMIC_SECTION(name) {
+            Driver d(name, 4);
+            d.arrive(3, 1, 100);
+            d.arrive(1, 1, 101);
+            d.arrive(1, 2, 102);
+            d.arrive(0, 1, 103);
+            CHECK(d.probe(UM_ANY_SOURCE, 1) == h(100));
+            CHECK(d.post(1, UM_ANY_TAG, 1) == h(101));
+            CHECK(d.post(UM_ANY_SOURCE, UM_ANY_TAG, 2) == h(100));
+            CHECK(d.post(UM_ANY_SOURCE, 1, 3) == h(103));
+            CHECK(d.post(UM_ANY_SOURCE, UM_ANY_TAG, 4) == h(102));
+        }
+    }
+}
+
+TEST_CASE("a message goes to the earliest-posted matching receive", "[unit]") {
+    for (const std::string &name : all_backends()) {
+        DYNAMIC_SECTION(name) {
+            Driver d(name, 4);
+            d.post(2, 7, 1);
+            d.post(UM_ANY_SOURCE, 7, 2);
+            d.post(2, UM_ANY_TAG, 3);
+            d.post(2, 7, 4);
+            CHECK(d.arrive(2, 7, 100) == h(1)); // exact, posted first
+            CHECK(d.arrive(2, 7, 101) == h(2)); // the wildcard came before the later exact one
+            CHECK(d.arrive(2, 9, 102) == h(3));
+            CHECK(d.arrive(2, 7, 103) == h(4));
+            CHECK(d.e->stats().posted_len == 0);
+        }
+    }
+}
+
+TEST_CASE("ANY_TAG never matches a negative (collective) tag", "[unit]") {
+    for (const std::string &name : all_backends()) {
+        DYNAMIC_SECTION(name) {
+            Driver d(name, 4);
+            d.post(1, UM_ANY_TAG, 1);
+            d.post(UM_ANY_SOURCE, UM_ANY_TAG, 2);
+            CHECK(d.arrive(1, -12, 100, coll_hint()) == nullptr);
+            CHECK(d.probe(UM_ANY_SOURCE, UM_ANY_TAG) == nullptr);
+            CHECK(d.probe(1, -12) == h(100));
+            CHECK(d.post(UM_ANY_SOURCE, -12, 3, coll_hint()) == h(100));
+            CHECK(d.arrive(1, 0, 101) == h(1));
+            const um_stats_t s = d.e->stats();
+            CHECK(s.coll.searches == 2);
+            CHECK(s.coll.matches == 1);
+        }
+    }
+}
+
+TEST_CASE("cancel removes a queued receive and nothing else", "[unit]") {
+    for (const std::string &name : all_backends()) {
+        DYNAMIC_SECTION(name) {
+            Driver d(name, 4);
+            d.post(0, 1, 1);
+            d.post(UM_ANY_SOURCE, 1, 2);
+            CHECK(d.arrive(0, 1, 100) == h(1));
+            CHECK_FALSE(d.cancel(0, 1, 1)); // already matched
+            CHECK(d.cancel(UM_ANY_SOURCE, 1, 2));
+            CHECK_FALSE(d.cancel(UM_ANY_SOURCE, 1, 2));
+            CHECK(d.arrive(0, 1, 101) == nullptr);
+            const um_stats_t s = d.e->stats();
+            CHECK(s.cancels == 1);
+            CHECK(s.posted_len == 0);
+            CHECK(s.unexpected_len == 1);
+        }
+    }
+}
+
+TEST_CASE("probe leaves the message, mprobe takes it", "[unit]") {
+    for (const std::string &name : all_backends()) {
+        DYNAMIC_SECTION(name) {
+            Driver d(name, 2);
+            d.arrive(1, 4, 100);
+            CHECK(d.probe(1, 4) == h(100));
+            CHECK(d.probe(1, 4) == h(100));
+            CHECK(d.probe(UM_ANY_SOURCE, UM_ANY_TAG, true) == h(100));
+            CHECK(d.probe(1, 4) == nullptr);
+            CHECK(d.post(1, 4, 1) == nullptr);
+        }
+    }
+}
+
+TEST_CASE("bad arguments are refused and change nothing", "[unit]") {
+    for (const std::string &name : all_backends()) {
+        DYNAMIC_SECTION(name) {
+            Driver d(name, 4);
+            d.post(1, 1, 1);
+            um_match_t m{};
+            CHECK(d.e->post_recv(4, 1, kP2P, h(2), &m) == UM_ERR_SOURCE);
+            CHECK(d.e->post_recv(-2, 1, kP2P, h(2), &m) == UM_ERR_SOURCE);
+            CHECK(d.e->arrive(UM_ANY_SOURCE, 1, kP2P, h(3), &m) == UM_ERR_SOURCE);
+            CHECK(d.e->arrive(1, UM_ANY_TAG, kP2P, h(3), &m) == UM_ERR_TAG);
+            CHECK(d.e->arrive(1, 1, kP2P, nullptr, &m) == UM_ERR_ARG);
+            CHECK(d.e->probe(9, 1, kP2P, &m) == UM_ERR_SOURCE);
+            bool removed = true;
+            CHECK(d.e->cancel(9, 1, h(1), &removed) == UM_ERR_SOURCE);
+            const um_stats_t s = d.e->stats();
+            CHECK(s.posted_len == 1);
+            CHECK(s.unexpected_len == 0);
+            CHECK(d.arrive(1, 1, 100) == h(1));
+        }
+    }
+}
+
+TEST_CASE("search depth counts the elements compared", "[unit]") {
+    for (const char *name : {"list", "perpeer"}) {
+        DYNAMIC_SECTION(name) {
+            Driver d(name, 4);
+            for (uintptr_t i = 0; i < 5; ++i) {
+                d.post(2, static_cast<int32_t>(10 + i), 1 + i);
+            }
+            um_match_t m{};
+            REQUIRE(d.e->arrive(2, 14, kP2P, h(100), &m) == UM_OK);
+            CHECK(m.handle == h(5));
+            CHECK(m.inspected == 5);
+            CHECK(d.e->stats().p2p.max_inspected == 5);
+        }
+    }
+    SECTION("bins hashes an exact key past the others") {
+        Driver d("bins", 4);
+        for (uintptr_t i = 0; i < 64; ++i) {
+            d.post(2, static_cast<int32_t>(i), 1 + i);
+        }
+        um_match_t m{};
+        REQUIRE(d.e->arrive(2, 63, kP2P, h(100), &m) == UM_OK);
+        CHECK(m.handle == h(64));
+        CHECK(m.inspected < 8);
+    }
+}
+
+TEST_CASE("queues and bytes are reported", "[unit]") {
+    Driver list("list", 64);
+    Driver perpeer("perpeer", 64);
+    Driver bins("bins", 64);
+    CHECK(list.e->stats().queues == 2);
+    CHECK(perpeer.e->stats().queues == 2 * 64 + 1);
+    CHECK(bins.e->stats().queues == 2 * 256 + 2);
+    CHECK(perpeer.e->stats().bytes > list.e->stats().bytes);
+    const uint64_t before = list.e->stats().bytes;
+    for (uintptr_t i = 0; i < 1000; ++i) {
+        list.post(1, 1, 1 + i);
+    }
+    CHECK(list.e->stats().bytes > before + 1000 * 32);
+    CHECK(list.e->stats().posted_max == 1000);
+}
+
+TEST_CASE("unknown backends and bad parameters name the valid choices", "[unit]") {
+    um_params_t p = default_params();
+    CHECK_THROWS_WITH(make_engine("hash", 4, p),
+                      Catch::Contains("unknown matching backend 'hash'") &&
+                          Catch::Contains("list, perpeer, bins"));
+    CHECK_THROWS_WITH(make_engine("list", 0, p), Catch::Contains("at least 1"));
+    p.bins = 0;
+    CHECK_THROWS_WITH(make_engine("bins", 4, p), Catch::Contains("bins = 0") &&
+                                                     Catch::Contains("1 .. 1048576"));
+    p.bins = -5;
+    CHECK_THROWS_AS(make_engine("bins", 4, p), std::invalid_argument);
+    p.bins = 3; // any count works, powers of two or not
+    CHECK_NOTHROW(make_engine("bins", 4, p));
+}
+
+TEST_CASE("the C interface", "[unit]") {
+    REQUIRE(um_backend_count() == backends().size());
+    CHECK(std::string(um_backend_name(0)) == "list");
+    CHECK(um_backend_name(um_backend_count()) == nullptr);
+    CHECK(std::string(um_backend_names()) == backend_names());
+
+    char err[256];
+    um_params_t p;
+    um_params_init(&p);
+    CHECK(um_engine_create("nope", 4, &p, err, sizeof err) == nullptr);
+    CHECK(std::string(err).find("valid backends are: list") != std::string::npos);
+
+    um_engine_t *e = um_engine_create("perpeer", 4, &p, err, sizeof err);
+    REQUIRE(e != nullptr);
+    CHECK(std::string(um_engine_backend(e)) == "perpeer");
+    um_match_t m{};
+    CHECK(um_engine_post_recv(e, UM_ANY_SOURCE, 5, nullptr, h(1), &m) == UM_OK);
+    CHECK(m.handle == nullptr);
+    int removed = 0;
+    CHECK(um_engine_cancel(e, UM_ANY_SOURCE, 5, h(1), &removed) == UM_OK);
+    CHECK(removed == 1);
+    CHECK(um_engine_arrive(e, 3, 5, nullptr, h(100), &m) == UM_OK);
+    CHECK(um_engine_probe(e, 3, UM_ANY_TAG, nullptr, &m) == UM_OK);
+    CHECK(m.handle == h(100));
+    CHECK(um_engine_mprobe(e, 3, 5, nullptr, &m) == UM_OK);
+    CHECK(m.handle == h(100));
+    um_stats_t s;
+    um_engine_stats(e, &s);
+    CHECK(s.unexpected_len == 0);
+    CHECK(s.cancels == 1);
+    CHECK(std::string(um_status_string(UM_ERR_TAG)).find("ANY_TAG") != std::string::npos);
+    CHECK(std::string(um_coll_name(UM_COLL_ALLREDUCE)) == "allreduce");
+    um_engine_destroy(e);
+}
+
+TEST_CASE("dump prints statistics and both queues in order", "[unit]") {
+    Driver d("bins", 4);
+    d.post(1, 3, 1);
+    d.arrive(2, 8, 100);
+    d.arrive(0, 9, 101);
+    std::ostringstream out;
+    d.e->dump(out);
+    const std::string s = out.str();
+    CHECK(s.find("engine bins") != std::string::npos);
+    CHECK(s.find("posted (1): [src 1 tag 3") != std::string::npos);
+    CHECK(s.find("unexpected (2): [src 2 tag 8 seq 2] [src 0 tag 9 seq 3]") != std::string::npos);
+}

@@ -1,0 +1,67 @@
+// Randomized operation sequences for the differential test: seeded and
+// reproducible, with wildcards, collective (negative) tags and hints, probe,
+// mprobe, cancel, bad arguments, many sources and deep queues.
+#ifndef UBERMATCH_TEST_WORKLOAD_H
+#define UBERMATCH_TEST_WORKLOAD_H
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "matching/ubermatch_engine.h"
+#include "test/engine/oracle.h"
+
+namespace ubermatch::test {
+
+enum class OpKind { post_recv, arrive, probe, mprobe, cancel };
+
+struct Op {
+    OpKind kind;
+    int32_t source;
+    int32_t tag;
+    um_hint_t hint;
+    void *handle; // the new receive or message; the receive to cancel
+};
+
+// The shape of one randomized sequence.
+struct Mix {
+    std::string name;
+    int32_t comm_size;
+    int32_t sources;     // sources in use, <= comm_size
+    int32_t tags;        // point-to-point tags in use: 0 .. tags-1
+    double any_source;   // probability of ANY_SOURCE on a receive
+    double any_tag;      // probability of ANY_TAG on a receive
+    double collective;   // probability that an element is collective traffic
+    double bad;          // probability of a malformed call
+    size_t max_depth;    // beyond this, operations drain the deeper queue
+};
+
+std::vector<Mix> standard_mixes();
+
+class Workload {
+public:
+    Workload(const Mix &mix, uint64_t seed) : mix_(mix), rng_(seed) {}
+
+    // The next operation; `model` is read to aim drains and cancels at queued elements.
+    Op next(const Oracle &model);
+
+private:
+    double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+    int32_t pick(int32_t n) { return std::uniform_int_distribution<int32_t>(0, n - 1)(rng_); }
+    um_hint_t hint_for(int32_t tag);
+    void recv_key(int32_t &source, int32_t &tag);
+    void msg_key(int32_t &source, int32_t &tag);
+    void maybe_break(Op &op);
+
+    Mix mix_;
+    std::mt19937_64 rng_;
+    uintptr_t next_handle_ = 0;
+    int phase_ = 0;        // 0 balanced, 1 receives first, 2 messages first
+    uint64_t count_ = 0;
+    std::vector<OracleEntry> recent_recvs_; // cancel targets, some already matched
+};
+
+} // namespace ubermatch::test
+
+#endif
