@@ -41,7 +41,16 @@ AC_DEFUN([UM_FIND_OMPI], [
         [AC_MSG_ERROR([could not read Open MPI's component directory from ompi_info; give --with-ompi-component-dir])])
     AC_MSG_RESULT([$ompi_componentdir])
 
+    # Flags to build MPI programs (tests, examples, benchmarks) without the wrapper.
+    MPI_CFLAGS=`$MPICC --showme:compile`
+    MPI_LIBS=`$MPICC --showme:link`
+    OMPI_LIBDIR=`$MPICC --showme:libdirs | cut -d' ' -f1`
+    AC_PATH_PROG([MPIRUN], [mpirun], [no])
+
     AC_SUBST([OMPI_CPPFLAGS])
+    AC_SUBST([MPI_CFLAGS])
+    AC_SUBST([MPI_LIBS])
+    AC_SUBST([OMPI_LIBDIR])
     AC_SUBST([OMPI_VERSION])
     AC_SUBST([ompi_componentdir])
 ])
