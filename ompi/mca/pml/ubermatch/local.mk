@@ -1,0 +1,20 @@
+# pml/ubermatch: mca_pml_ubermatch.so, installed into Open MPI's component
+# directory. C glue over the C++ protocol core and the matching engine.
+pmldir = $(ompi_componentdir)
+pml_LTLIBRARIES = ompi/mca/pml/ubermatch/mca_pml_ubermatch.la
+
+ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_SOURCES = \
+	ompi/mca/pml/ubermatch/pml_ubermatch.h \
+	ompi/mca/pml/ubermatch/pml_ubermatch.c \
+	ompi/mca/pml/ubermatch/pml_ubermatch_component.c \
+	ompi/mca/pml/ubermatch/pml_ubermatch_request.h \
+	ompi/mca/pml/ubermatch/pml_ubermatch_request.c \
+	ompi/mca/pml/ubermatch/pml_ubermatch_pvar.c \
+	ompi/mca/pml/ubermatch/protocol/um_protocol.h \
+	ompi/mca/pml/ubermatch/protocol/protocol.h \
+	ompi/mca/pml/ubermatch/protocol/protocol.cc \
+	ompi/mca/pml/ubermatch/protocol/c_api.cc
+ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_CPPFLAGS) $(UCX_CFLAGS)
+ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_LIBADD = matching/libubermatch_matching.la \
+	$(UCX_LIBS) $(MPI_LIBS) -lopen-pal
+ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_LDFLAGS = -module -avoid-version -L$(OMPI_LIBDIR)

@@ -1,0 +1,533 @@
+/*
+ * pml/ubermatch module: the PML interface of Open MPI 4.1 over the protocol core.
+ */
+#include "ompi/mca/pml/ubermatch/pml_ubermatch.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/ubermatch/pml_ubermatch_request.h"
+#include "ompi/message/message.h"
+#include "ompi/proc/proc.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/runtime/opal_progress.h"
+
+mca_pml_ubermatch_module_t mca_pml_ubermatch = {
+    .super = {
+        .pml_add_procs = mca_pml_ubermatch_add_procs,
+        .pml_del_procs = mca_pml_ubermatch_del_procs,
+        .pml_enable = mca_pml_ubermatch_enable,
+        .pml_progress = NULL, /* registered with opal_progress instead */
+        .pml_add_comm = mca_pml_ubermatch_add_comm,
+        .pml_del_comm = mca_pml_ubermatch_del_comm,
+        .pml_irecv_init = mca_pml_ubermatch_irecv_init,
+        .pml_irecv = mca_pml_ubermatch_irecv,
+        .pml_recv = mca_pml_ubermatch_recv,
+        .pml_isend_init = mca_pml_ubermatch_isend_init,
+        .pml_isend = mca_pml_ubermatch_isend,
+        .pml_send = mca_pml_ubermatch_send,
+        .pml_iprobe = mca_pml_ubermatch_iprobe,
+        .pml_probe = mca_pml_ubermatch_probe,
+        .pml_start = mca_pml_ubermatch_start,
+        .pml_improbe = mca_pml_ubermatch_improbe,
+        .pml_mprobe = mca_pml_ubermatch_mprobe,
+        .pml_imrecv = mca_pml_ubermatch_imrecv,
+        .pml_mrecv = mca_pml_ubermatch_mrecv,
+        .pml_dump = mca_pml_ubermatch_dump,
+        .pml_ft_event = NULL,
+        .pml_max_contextid = UINT32_MAX - 1, /* the wire carries 32 bits */
+        .pml_max_tag = INT_MAX,
+        .pml_flags = 0,
+    },
+};
+
+/* --- start-up and shutdown --- */
+
+static int publish_address(void)
+{
+    void *address;
+    size_t length;
+    int rc;
+
+    if (UM_PROTO_OK != um_proto_address(mca_pml_ubermatch.proto, &address, &length)) {
+        return OMPI_ERROR;
+    }
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_pml_ubermatch_component.pmlm_version, address,
+                    length);
+    um_proto_address_release(mca_pml_ubermatch.proto, address);
+    return rc;
+}
+
+int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
+{
+    mca_pml_ubermatch_config_t *cfg = &mca_pml_ubermatch.config;
+    um_proto_config_t config;
+    char err[512];
+    int rc;
+
+    config.backend = um_backend_name((size_t) cfg->backend);
+    if (NULL == config.backend) {
+        opal_output(0, "pml_ubermatch: pml_ubermatch_backend = %d is not a backend; valid "
+                       "backends are: %s", cfg->backend, um_backend_names());
+        return OMPI_ERR_BAD_PARAM;
+    }
+    um_params_init(&config.params);
+    config.params.bins = cfg->bins;
+    config.thread_multiple = enable_mpi_threads;
+    config.ucx_tls = (NULL != cfg->ucx_tls && '\0' != cfg->ucx_tls[0]) ? cfg->ucx_tls : NULL;
+    config.ucx_rndv_thresh =
+        (NULL != cfg->ucx_rndv_thresh && '\0' != cfg->ucx_rndv_thresh[0]) ? cfg->ucx_rndv_thresh
+                                                                          : NULL;
+
+    if (UM_PROTO_OK != um_proto_create(&config, &mca_pml_ubermatch_callbacks,
+                                       &mca_pml_ubermatch.proto, err, sizeof(err))) {
+        /* Asked for by name, so say why it cannot run rather than fall back quietly. */
+        opal_output(0, "pml_ubermatch: cannot start: %s", err);
+        return OMPI_ERR_BAD_PARAM;
+    }
+
+    OBJ_CONSTRUCT(&mca_pml_ubermatch.requests, opal_free_list_t);
+    rc = opal_free_list_init(&mca_pml_ubermatch.requests, sizeof(mca_pml_ubermatch_request_t),
+                             opal_cache_line_size, OBJ_CLASS(mca_pml_ubermatch_request_t), 0,
+                             opal_cache_line_size, 64, -1, 64, NULL, 0, NULL, NULL, NULL);
+    if (OPAL_SUCCESS != rc) {
+        goto fail;
+    }
+    OBJ_CONSTRUCT(&mca_pml_ubermatch.connect_lock, opal_mutex_t);
+
+    rc = publish_address();
+    if (OMPI_SUCCESS != rc) {
+        opal_output(0, "pml_ubermatch: cannot publish the UCX worker address");
+        goto fail;
+    }
+    opal_progress_register(mca_pml_ubermatch_progress);
+    PML_UM_VERBOSE(1, "backend %s, %s threads, UCX transports %s", config.backend,
+                   enable_mpi_threads ? "multiple" : "single",
+                   config.ucx_tls != NULL ? config.ucx_tls : "(UCX default)");
+    return OMPI_SUCCESS;
+
+fail:
+    um_proto_destroy(mca_pml_ubermatch.proto);
+    mca_pml_ubermatch.proto = NULL;
+    return OMPI_ERROR;
+}
+
+int mca_pml_ubermatch_fini_module(void)
+{
+    if (NULL == mca_pml_ubermatch.proto) {
+        return OMPI_SUCCESS;
+    }
+    opal_progress_unregister(mca_pml_ubermatch_progress);
+    um_proto_destroy(mca_pml_ubermatch.proto);
+    mca_pml_ubermatch.proto = NULL;
+    OBJ_DESTRUCT(&mca_pml_ubermatch.requests);
+    OBJ_DESTRUCT(&mca_pml_ubermatch.connect_lock);
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_ubermatch_enable(bool enable)
+{
+    (void) enable;
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_ubermatch_progress(void)
+{
+    return um_proto_progress(mca_pml_ubermatch.proto);
+}
+
+/* --- peers: endpoints are made on first send --- */
+
+static um_proto_peer_t *connect_proc(ompi_proc_t *proc)
+{
+    um_proto_peer_t *peer;
+    void *address = NULL;
+    size_t length = 0;
+    char err[256];
+    int rc;
+
+    OPAL_THREAD_LOCK(&mca_pml_ubermatch.connect_lock);
+    peer = proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
+    if (NULL == peer) {
+        OPAL_MODEX_RECV(rc, &mca_pml_ubermatch_component.pmlm_version, &proc->super.proc_name,
+                        &address, &length);
+        if (OPAL_SUCCESS != rc) {
+            opal_output(0, "pml_ubermatch: no UCX address of process %u: %s",
+                        proc->super.proc_name.vpid, opal_strerror(rc));
+        } else {
+            peer = um_proto_connect(mca_pml_ubermatch.proto, address, length, err, sizeof(err));
+            free(address);
+            if (NULL == peer) {
+                opal_output(0, "pml_ubermatch: cannot connect to process %u: %s",
+                            proc->super.proc_name.vpid, err);
+            } else {
+                PML_UM_VERBOSE(2, "connected to process %u", proc->super.proc_name.vpid);
+                proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = peer;
+            }
+        }
+    }
+    OPAL_THREAD_UNLOCK(&mca_pml_ubermatch.connect_lock);
+    return peer;
+}
+
+um_proto_peer_t *mca_pml_ubermatch_peer(struct ompi_communicator_t *comm, int rank)
+{
+    ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
+    um_proto_peer_t *peer = proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
+    return OPAL_LIKELY(NULL != peer) ? peer : connect_proc(proc);
+}
+
+int mca_pml_ubermatch_add_procs(struct ompi_proc_t **procs, size_t nprocs)
+{
+    (void) procs;
+    (void) nprocs;
+    return OMPI_SUCCESS;
+}
+
+static void fence_done(int status, void *flag)
+{
+    (void) status;
+    *(volatile int *) flag = 1;
+}
+
+int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs)
+{
+    um_proto_peer_t **peers = malloc(nprocs * sizeof(*peers));
+    volatile int fenced = 0;
+
+    if (NULL == peers) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (size_t i = 0; i < nprocs; ++i) {
+        peers[i] = procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
+        procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = NULL;
+    }
+    um_proto_disconnect(mca_pml_ubermatch.proto, peers, nprocs);
+    free(peers);
+
+    /* Nobody tears its worker down while a peer still flushes towards it. */
+    if (OPAL_SUCCESS == opal_pmix.fence_nb(NULL, 0, fence_done, (void *) &fenced)) {
+        while (!fenced) {
+            um_proto_progress(mca_pml_ubermatch.proto);
+            opal_progress();
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+/* --- communicators --- */
+
+int mca_pml_ubermatch_add_comm(struct ompi_communicator_t *comm)
+{
+    um_proto_comm_t *state;
+    char err[512];
+
+    if (UM_PROTO_OK != um_proto_comm_create(mca_pml_ubermatch.proto, comm->c_contextid,
+                                            ompi_comm_rank(comm),
+                                            mca_pml_ubermatch_peer_count(comm), &state, err,
+                                            sizeof(err))) {
+        opal_output(0, "pml_ubermatch: cannot create the matching engine of %s: %s",
+                    comm->c_name, err);
+        return OMPI_ERR_BAD_PARAM;
+    }
+    comm->c_pml_comm = (struct mca_pml_comm_t *) state;
+    PML_UM_VERBOSE(2, "communicator %u (%s): %d peers, engine %s", comm->c_contextid,
+                   comm->c_name, mca_pml_ubermatch_peer_count(comm),
+                   um_proto_backend(mca_pml_ubermatch.proto));
+    return OMPI_SUCCESS;
+}
+
+static void print_stats(struct ompi_communicator_t *comm)
+{
+    um_stats_t s;
+    uint64_t searches, inspected, deepest;
+
+    um_proto_comm_stats(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), &s);
+    searches = s.p2p.searches + s.coll.searches;
+    if (0 == searches) {
+        return;
+    }
+    inspected = s.p2p.inspected + s.coll.inspected;
+    deepest = s.p2p.max_inspected > s.coll.max_inspected ? s.p2p.max_inspected
+                                                         : s.coll.max_inspected;
+    fprintf(stderr,
+            "[ubermatch] rank %u, %s (cid %u), engine %s: %llu searches (%llu p2p, %llu "
+            "collective), %llu matches, mean depth %.2f, max depth %llu, posted max %llu, "
+            "unexpected max %llu, queues %llu, %llu bytes\n",
+            (unsigned) OMPI_PROC_MY_NAME->vpid, comm->c_name, comm->c_contextid,
+            um_proto_backend(mca_pml_ubermatch.proto), (unsigned long long) searches,
+            (unsigned long long) s.p2p.searches, (unsigned long long) s.coll.searches,
+            (unsigned long long) (s.p2p.matches + s.coll.matches),
+            (double) inspected / (double) searches, (unsigned long long) deepest,
+            (unsigned long long) s.posted_max, (unsigned long long) s.unexpected_max,
+            (unsigned long long) s.queues, (unsigned long long) s.bytes);
+}
+
+int mca_pml_ubermatch_del_comm(struct ompi_communicator_t *comm)
+{
+    um_proto_comm_t *state = mca_pml_ubermatch_comm(comm);
+    if (NULL == state) {
+        return OMPI_SUCCESS;
+    }
+    if (mca_pml_ubermatch.config.print_stats) {
+        print_stats(comm);
+    }
+    um_proto_comm_destroy(mca_pml_ubermatch.proto, state);
+    comm->c_pml_comm = NULL;
+    return OMPI_SUCCESS;
+}
+
+/* --- the engine's hint --- */
+
+void mca_pml_ubermatch_hint(int tag, size_t bytes, struct ompi_communicator_t *comm,
+                            um_hint_t *hint)
+{
+    /* Open MPI's blocking collective tags, MCA_COLL_BASE_TAG_ALLGATHER (-10)
+     * to MCA_COLL_BASE_TAG_SCATTERV (-26), in order. */
+    static const uint16_t blocking[] = {
+        UM_COLL_ALLGATHER, UM_COLL_ALLGATHERV, UM_COLL_ALLREDUCE,      UM_COLL_ALLTOALL,
+        UM_COLL_ALLTOALLV, UM_COLL_ALLTOALLW,  UM_COLL_BARRIER,        UM_COLL_BCAST,
+        UM_COLL_EXSCAN,    UM_COLL_GATHER,     UM_COLL_GATHERV,        UM_COLL_REDUCE,
+        UM_COLL_REDUCE_SCATTER, UM_COLL_REDUCE_SCATTER_BLOCK, UM_COLL_SCAN, UM_COLL_SCATTER,
+        UM_COLL_SCATTERV,
+    };
+    hint->reserved = 0;
+    hint->msg_size = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t) bytes;
+    hint->comm_size = (uint32_t) mca_pml_ubermatch_peer_count(comm);
+    if (tag >= 0 || MPI_ANY_TAG == tag) {
+        hint->coll = UM_COLL_NONE;
+    } else if (tag <= MCA_COLL_BASE_TAG_ALLGATHER && tag >= MCA_COLL_BASE_TAG_SCATTERV) {
+        hint->coll = blocking[MCA_COLL_BASE_TAG_ALLGATHER - tag];
+    } else if (tag <= MCA_COLL_BASE_TAG_NEIGHBOR_BASE && tag >= MCA_COLL_BASE_TAG_NEIGHBOR_END) {
+        hint->coll = UM_COLL_NEIGHBOR;
+    } else {
+        hint->coll = UM_COLL_OTHER; /* nonblocking collectives and other internal traffic */
+    }
+}
+
+/* --- sends and receives --- */
+
+int mca_pml_ubermatch_isend_init(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                                 int tag, mca_pml_base_send_mode_t mode,
+                                 struct ompi_communicator_t *comm, struct ompi_request_t **request)
+{
+    mca_pml_ubermatch_request_t *req = mca_pml_ubermatch_request_alloc(
+        PML_UM_SEND, true, buf, count, datatype, dst, tag, mode, comm);
+    if (OPAL_UNLIKELY(NULL == req)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *request = &req->ompi;
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_ubermatch_isend(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                            int tag, mca_pml_base_send_mode_t mode,
+                            struct ompi_communicator_t *comm, struct ompi_request_t **request)
+{
+    mca_pml_ubermatch_request_t *req = mca_pml_ubermatch_request_alloc(
+        PML_UM_SEND, false, buf, count, datatype, dst, tag, mode, comm);
+    int rc;
+    if (OPAL_UNLIKELY(NULL == req)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *request = &req->ompi;
+    rc = mca_pml_ubermatch_request_start(req);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        mca_pml_ubermatch_request_release(req);
+        *request = MPI_REQUEST_NULL;
+    }
+    return rc;
+}
+
+/* Waits for a request started here and returns its error code. */
+static int wait_and_release(mca_pml_ubermatch_request_t *req, ompi_status_public_t *status)
+{
+    int rc;
+    ompi_request_wait_completion(&req->ompi);
+    rc = req->ompi.req_status.MPI_ERROR;
+    if (NULL != status) {
+        *status = req->ompi.req_status;
+    }
+    mca_pml_ubermatch_request_release(req);
+    return rc;
+}
+
+int mca_pml_ubermatch_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                           int tag, mca_pml_base_send_mode_t mode,
+                           struct ompi_communicator_t *comm)
+{
+    ompi_request_t *request;
+    int rc = mca_pml_ubermatch_isend(buf, count, datatype, dst, tag, mode, comm, &request);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    return wait_and_release((mca_pml_ubermatch_request_t *) request, NULL);
+}
+
+int mca_pml_ubermatch_irecv_init(void *buf, size_t count, ompi_datatype_t *datatype, int src,
+                                 int tag, struct ompi_communicator_t *comm,
+                                 struct ompi_request_t **request)
+{
+    mca_pml_ubermatch_request_t *req = mca_pml_ubermatch_request_alloc(
+        PML_UM_RECV, true, buf, count, datatype, src, tag, MCA_PML_BASE_SEND_STANDARD, comm);
+    if (OPAL_UNLIKELY(NULL == req)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *request = &req->ompi;
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_ubermatch_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                            struct ompi_communicator_t *comm, struct ompi_request_t **request)
+{
+    mca_pml_ubermatch_request_t *req = mca_pml_ubermatch_request_alloc(
+        PML_UM_RECV, false, buf, count, datatype, src, tag, MCA_PML_BASE_SEND_STANDARD, comm);
+    int rc;
+    if (OPAL_UNLIKELY(NULL == req)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *request = &req->ompi;
+    rc = mca_pml_ubermatch_request_start(req);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        mca_pml_ubermatch_request_release(req);
+        *request = MPI_REQUEST_NULL;
+    }
+    return rc;
+}
+
+int mca_pml_ubermatch_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                           struct ompi_communicator_t *comm, ompi_status_public_t *status)
+{
+    ompi_request_t *request;
+    int rc = mca_pml_ubermatch_irecv(buf, count, datatype, src, tag, comm, &request);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    return wait_and_release((mca_pml_ubermatch_request_t *) request, status);
+}
+
+/* --- probes --- */
+
+static void set_probe_status(ompi_status_public_t *status, const um_proto_msg_info_t *info)
+{
+    if (NULL != status) {
+        status->MPI_SOURCE = info->source;
+        status->MPI_TAG = info->tag;
+        status->MPI_ERROR = MPI_SUCCESS;
+        status->_cancelled = 0;
+        status->_ucount = info->length;
+    }
+}
+
+static int probe_once(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                      struct ompi_message_t **message, ompi_status_public_t *status)
+{
+    um_proto_msg_info_t info;
+    um_proto_msg_t *msg = NULL;
+    um_hint_t hint;
+    int rc;
+
+    mca_pml_ubermatch_hint(tag, 0, comm, &hint);
+    rc = um_proto_probe(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), src, tag, &hint,
+                        NULL != message, matched, &info, &msg);
+    if (OPAL_UNLIKELY(UM_PROTO_OK != rc)) {
+        return OMPI_ERROR;
+    }
+    if (!*matched) {
+        return OMPI_SUCCESS;
+    }
+    set_probe_status(status, &info);
+    if (NULL != message) {
+        struct ompi_message_t *m = ompi_message_alloc();
+        if (OPAL_UNLIKELY(NULL == m)) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        m->comm = comm;
+        m->req_ptr = msg;
+        m->peer = info.source;
+        m->count = info.length;
+        *message = m;
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_ubermatch_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                             ompi_status_public_t *status)
+{
+    int rc = probe_once(src, tag, comm, matched, NULL, status);
+    if (OMPI_SUCCESS == rc && !*matched) {
+        opal_progress();
+    }
+    return rc;
+}
+
+int mca_pml_ubermatch_probe(int src, int tag, struct ompi_communicator_t *comm,
+                            ompi_status_public_t *status)
+{
+    int matched = 0;
+    int rc;
+    while (OMPI_SUCCESS == (rc = probe_once(src, tag, comm, &matched, NULL, status)) && !matched) {
+        opal_progress();
+    }
+    return rc;
+}
+
+int mca_pml_ubermatch_improbe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                              struct ompi_message_t **message, ompi_status_public_t *status)
+{
+    int rc = probe_once(src, tag, comm, matched, message, status);
+    if (OMPI_SUCCESS == rc && !*matched) {
+        opal_progress();
+    }
+    return rc;
+}
+
+int mca_pml_ubermatch_mprobe(int src, int tag, struct ompi_communicator_t *comm,
+                             struct ompi_message_t **message, ompi_status_public_t *status)
+{
+    int matched = 0;
+    int rc;
+    while (OMPI_SUCCESS == (rc = probe_once(src, tag, comm, &matched, message, status)) &&
+           !matched) {
+        opal_progress();
+    }
+    return rc;
+}
+
+int mca_pml_ubermatch_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                             struct ompi_message_t **message, struct ompi_request_t **request)
+{
+    struct ompi_message_t *m = *message;
+    mca_pml_ubermatch_request_t *req = mca_pml_ubermatch_request_alloc(
+        PML_UM_RECV, false, buf, count, datatype, m->peer, MPI_ANY_TAG, MCA_PML_BASE_SEND_STANDARD,
+        m->comm);
+    um_proto_msg_t *msg = m->req_ptr;
+    if (OPAL_UNLIKELY(NULL == req)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    ompi_message_return(m);
+    *message = MPI_MESSAGE_NULL;
+    *request = &req->ompi;
+    return mca_pml_ubermatch_request_start_mrecv(req, msg);
+}
+
+int mca_pml_ubermatch_mrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                            struct ompi_message_t **message, ompi_status_public_t *status)
+{
+    ompi_request_t *request;
+    int rc = mca_pml_ubermatch_imrecv(buf, count, datatype, message, &request);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    return wait_and_release((mca_pml_ubermatch_request_t *) request, status);
+}
+
+int mca_pml_ubermatch_dump(struct ompi_communicator_t *comm, int verbose)
+{
+    (void) verbose;
+    if (NULL != mca_pml_ubermatch_comm(comm)) {
+        um_proto_comm_dump(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), stderr);
+    }
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,116 @@
+/*
+ * pml/ubermatch: MPI point-to-point over UCX active messages, matched by the
+ * ubermatch engine. This C glue touches Open MPI's objects (requests,
+ * communicators, convertors, MCA variables, pvars); the protocol and the
+ * matching live in C++ behind protocol/um_protocol.h.
+ */
+#ifndef PML_UBERMATCH_H
+#define PML_UBERMATCH_H
+
+#include "ompi_config.h"
+
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/request/request.h"
+#include "opal/threads/mutex.h"
+#include "opal/util/output.h"
+
+#include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
+
+BEGIN_C_DECLS
+
+/* Settings, from MCA variables. */
+typedef struct mca_pml_ubermatch_config {
+    int priority;
+    int backend;        /* index into the engine's backend registry */
+    int bins;           /* engine parameter of `bins` */
+    int verbose;
+    bool print_stats;   /* one line of engine statistics per communicator, when freed */
+    char *ucx_tls;      /* UCX_TLS for our worker; NULL: UCX's default */
+    char *ucx_rndv_thresh;
+} mca_pml_ubermatch_config_t;
+
+typedef struct mca_pml_ubermatch_module {
+    mca_pml_base_module_t super;
+    mca_pml_ubermatch_config_t config;
+    um_proto_t *proto;
+    opal_free_list_t requests;
+    opal_mutex_t connect_lock; /* one endpoint per peer, also with threads */
+    int output;                /* opal_output stream for verbose messages */
+} mca_pml_ubermatch_module_t;
+
+extern mca_pml_base_component_2_0_0_t mca_pml_ubermatch_component;
+extern mca_pml_ubermatch_module_t mca_pml_ubermatch;
+
+#define PML_UM_VERBOSE(level, ...)                                                   \
+    do {                                                                             \
+        if (mca_pml_ubermatch.config.verbose >= (level)) {                           \
+            opal_output(mca_pml_ubermatch.output, "pml_ubermatch: " __VA_ARGS__);     \
+        }                                                                            \
+    } while (0)
+
+/* The protocol's state of a communicator. */
+static inline um_proto_comm_t *mca_pml_ubermatch_comm(struct ompi_communicator_t *comm)
+{
+    return (um_proto_comm_t *) comm->c_pml_comm;
+}
+
+/* The group this process sends to and receives from. */
+static inline int mca_pml_ubermatch_peer_count(struct ompi_communicator_t *comm)
+{
+    return OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : ompi_comm_size(comm);
+}
+
+/* The engine hint of a tag: collective tags are negative. */
+void mca_pml_ubermatch_hint(int tag, size_t bytes, struct ompi_communicator_t *comm,
+                            um_hint_t *hint);
+
+um_proto_peer_t *mca_pml_ubermatch_peer(struct ompi_communicator_t *comm, int rank);
+
+int mca_pml_ubermatch_init_module(bool enable_mpi_threads);
+int mca_pml_ubermatch_fini_module(void);
+int mca_pml_ubermatch_register_pvars(void);
+
+int mca_pml_ubermatch_add_procs(struct ompi_proc_t **procs, size_t nprocs);
+int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs);
+int mca_pml_ubermatch_enable(bool enable);
+int mca_pml_ubermatch_progress(void);
+int mca_pml_ubermatch_add_comm(struct ompi_communicator_t *comm);
+int mca_pml_ubermatch_del_comm(struct ompi_communicator_t *comm);
+
+int mca_pml_ubermatch_irecv_init(void *buf, size_t count, ompi_datatype_t *datatype, int src,
+                                 int tag, struct ompi_communicator_t *comm,
+                                 struct ompi_request_t **request);
+int mca_pml_ubermatch_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                            struct ompi_communicator_t *comm, struct ompi_request_t **request);
+int mca_pml_ubermatch_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                           struct ompi_communicator_t *comm, ompi_status_public_t *status);
+int mca_pml_ubermatch_isend_init(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                                 int tag, mca_pml_base_send_mode_t mode,
+                                 struct ompi_communicator_t *comm,
+                                 struct ompi_request_t **request);
+int mca_pml_ubermatch_isend(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                            int tag, mca_pml_base_send_mode_t mode,
+                            struct ompi_communicator_t *comm, struct ompi_request_t **request);
+int mca_pml_ubermatch_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                           int tag, mca_pml_base_send_mode_t mode,
+                           struct ompi_communicator_t *comm);
+int mca_pml_ubermatch_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                             ompi_status_public_t *status);
+int mca_pml_ubermatch_probe(int src, int tag, struct ompi_communicator_t *comm,
+                            ompi_status_public_t *status);
+int mca_pml_ubermatch_improbe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                              struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_ubermatch_mprobe(int src, int tag, struct ompi_communicator_t *comm,
+                             struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_ubermatch_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                             struct ompi_message_t **message, struct ompi_request_t **request);
+int mca_pml_ubermatch_mrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                            struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_ubermatch_start(size_t count, ompi_request_t **requests);
+int mca_pml_ubermatch_dump(struct ompi_communicator_t *comm, int verbose);
+
+END_C_DECLS
+
+#endif /* PML_UBERMATCH_H */

@@ -1,0 +1,166 @@
+/*
+ * pml/ubermatch component: registers the MCA variables and pvars, and
+ * creates the module when selected.
+ */
+#include "ompi/mca/pml/ubermatch/pml_ubermatch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/util/show_help.h"
+
+static int mca_pml_ubermatch_component_register(void);
+static int mca_pml_ubermatch_component_open(void);
+static int mca_pml_ubermatch_component_close(void);
+static mca_pml_base_module_t *mca_pml_ubermatch_component_init(int *priority,
+                                                               bool enable_progress_threads,
+                                                               bool enable_mpi_threads);
+static int mca_pml_ubermatch_component_fini(void);
+
+mca_pml_base_component_2_0_0_t mca_pml_ubermatch_component = {
+    .pmlm_version = {
+        MCA_PML_BASE_VERSION_2_0_0,
+        .mca_component_name = "ubermatch",
+        .mca_component_major_version = 0,
+        .mca_component_minor_version = 1,
+        .mca_component_release_version = 0,
+        .mca_open_component = mca_pml_ubermatch_component_open,
+        .mca_close_component = mca_pml_ubermatch_component_close,
+        .mca_register_component_params = mca_pml_ubermatch_component_register,
+    },
+    .pmlm_data = {
+        .param_field = MCA_BASE_METADATA_PARAM_NONE,
+    },
+    .pmlm_init = mca_pml_ubermatch_component_init,
+    .pmlm_finalize = mca_pml_ubermatch_component_fini,
+};
+
+/* Storage of the enum's strings: the registry's names, built once. */
+static mca_base_var_enum_value_t *backend_values;
+
+static int register_int(const char *name, const char *help, int level, int *storage)
+{
+    return mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version, name, help,
+                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int register_backend(void)
+{
+    mca_base_var_enum_t *backends = NULL;
+    char help[512];
+    size_t n = um_backend_count();
+    int rc;
+
+    backend_values = calloc(n + 1, sizeof(*backend_values));
+    if (NULL == backend_values) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        backend_values[i].value = (int) i;
+        backend_values[i].string = um_backend_name(i);
+    }
+    rc = mca_base_var_enum_create("pml_ubermatch_backend", backend_values, &backends);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    mca_pml_ubermatch.config.backend = 2; /* bins: flat at every depth and spread of sources */
+    snprintf(help, sizeof(help),
+             "Matching engine of every communicator, chosen at run time (one of: %s)",
+             um_backend_names());
+    rc = mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version, "backend",
+                                         help, MCA_BASE_VAR_TYPE_INT, backends, 0, 0,
+                                         OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
+                                         &mca_pml_ubermatch.config.backend);
+    OBJ_RELEASE(backends);
+    return rc < 0 ? rc : OPAL_SUCCESS;
+}
+
+static int mca_pml_ubermatch_component_register(void)
+{
+    mca_pml_ubermatch_config_t *cfg = &mca_pml_ubermatch.config;
+    um_params_t defaults;
+    int rc;
+
+    um_params_init(&defaults);
+
+    /* Low: used when asked for (--mca pml ubermatch), never in place of ob1 or ucx. */
+    cfg->priority = 5;
+    (void) register_int("priority", "Selection priority of the ubermatch PML", OPAL_INFO_LVL_9,
+                        &cfg->priority);
+
+    rc = register_backend();
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+
+    cfg->bins = (int) defaults.bins;
+    (void) register_int("bins",
+                        "Hash bins of the `bins` engine, per communicator (1 .. 1048576)",
+                        OPAL_INFO_LVL_4, &cfg->bins);
+
+    cfg->verbose = 0;
+    (void) register_int("verbose", "Verbosity of the ubermatch PML (0: errors only, 1: "
+                        "start-up and statistics, 2: connections and communicators)",
+                        OPAL_INFO_LVL_5, &cfg->verbose);
+
+    cfg->print_stats = false;
+    (void) mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version,
+                                           "print_stats",
+                                           "Print the matching engine's statistics of every "
+                                           "communicator with traffic when it is freed "
+                                           "(search depths, queue lengths, queues, bytes)",
+                                           MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &cfg->print_stats);
+
+    cfg->ucx_tls = NULL;
+    (void) mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version, "ucx_tls",
+                                           "UCX transports of the ubermatch worker (UCX_TLS "
+                                           "syntax, e.g. tcp,self); empty: UCX's default",
+                                           MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &cfg->ucx_tls);
+    cfg->ucx_rndv_thresh = NULL;
+    (void) mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version,
+                                           "ucx_rndv_thresh",
+                                           "Message size from which UCX uses rendezvous "
+                                           "(UCX_RNDV_THRESH syntax, e.g. 8k or auto); empty: "
+                                           "UCX's default",
+                                           MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &cfg->ucx_rndv_thresh);
+
+    return mca_pml_ubermatch_register_pvars();
+}
+
+static int mca_pml_ubermatch_component_open(void)
+{
+    mca_pml_ubermatch.output = opal_output_open(NULL);
+    opal_output_set_verbosity(mca_pml_ubermatch.output, mca_pml_ubermatch.config.verbose);
+    return OMPI_SUCCESS;
+}
+
+static int mca_pml_ubermatch_component_close(void)
+{
+    opal_output_close(mca_pml_ubermatch.output);
+    free(backend_values);
+    backend_values = NULL;
+    return OMPI_SUCCESS;
+}
+
+static mca_pml_base_module_t *mca_pml_ubermatch_component_init(int *priority,
+                                                               bool enable_progress_threads,
+                                                               bool enable_mpi_threads)
+{
+    (void) enable_progress_threads;
+    if (OMPI_SUCCESS != mca_pml_ubermatch_init_module(enable_mpi_threads)) {
+        return NULL;
+    }
+    *priority = mca_pml_ubermatch.config.priority;
+    return &mca_pml_ubermatch.super;
+}
+
+static int mca_pml_ubermatch_component_fini(void)
+{
+    return mca_pml_ubermatch_fini_module();
+}

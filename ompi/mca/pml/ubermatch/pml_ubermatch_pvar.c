@@ -1,0 +1,90 @@
+/*
+ * MPI_T performance variables of pml/ubermatch, one value per communicator,
+ * read from its matching engine's statistics.
+ */
+#include "ompi/mca/pml/ubermatch/pml_ubermatch.h"
+
+#include <stddef.h>
+
+#include "opal/mca/base/mca_base_pvar.h"
+
+typedef struct {
+    const char *name;
+    const char *help;
+    int var_class;
+} pvar_def_t;
+
+/* In the order of pvar_value()'s switch. */
+static const pvar_def_t pvars[] = {
+    {"posted_length", "Receives queued in the communicator's posted queue", MPI_T_PVAR_CLASS_SIZE},
+    {"unexpected_length", "Messages queued in the communicator's unexpected queue",
+     MPI_T_PVAR_CLASS_SIZE},
+    {"posted_max", "Longest the posted queue has been", MPI_T_PVAR_CLASS_HIGHWATERMARK},
+    {"unexpected_max", "Longest the unexpected queue has been", MPI_T_PVAR_CLASS_HIGHWATERMARK},
+    {"searches", "Queue searches (receives posted, messages arrived, probes)",
+     MPI_T_PVAR_CLASS_COUNTER},
+    {"matches", "Searches that found their element", MPI_T_PVAR_CLASS_COUNTER},
+    {"search_inspected", "Queue elements inspected by all searches (total search depth)",
+     MPI_T_PVAR_CLASS_COUNTER},
+    {"search_max", "Elements inspected by the deepest single search",
+     MPI_T_PVAR_CLASS_HIGHWATERMARK},
+    {"queues", "Queues the matching engine has allocated", MPI_T_PVAR_CLASS_SIZE},
+    {"bytes", "Bytes held by the matching engine's structures", MPI_T_PVAR_CLASS_SIZE},
+};
+
+static unsigned long long pvar_value(size_t which, const um_stats_t *s)
+{
+    switch (which) {
+    case 0: return s->posted_len;
+    case 1: return s->unexpected_len;
+    case 2: return s->posted_max;
+    case 3: return s->unexpected_max;
+    case 4: return s->p2p.searches + s->coll.searches;
+    case 5: return s->p2p.matches + s->coll.matches;
+    case 6: return s->p2p.inspected + s->coll.inspected;
+    case 7: return s->p2p.max_inspected > s->coll.max_inspected ? s->p2p.max_inspected
+                                                                : s->coll.max_inspected;
+    case 8: return s->queues;
+    default: return s->bytes;
+    }
+}
+
+static int get_value(const struct mca_base_pvar_t *pvar, void *value, void *obj_handle)
+{
+    struct ompi_communicator_t *comm = (struct ompi_communicator_t *) obj_handle;
+    um_stats_t s;
+
+    if (NULL == mca_pml_ubermatch.proto || NULL == comm || NULL == mca_pml_ubermatch_comm(comm)) {
+        *(unsigned long long *) value = 0;
+        return OMPI_SUCCESS;
+    }
+    um_proto_comm_stats(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), &s);
+    *(unsigned long long *) value = pvar_value((size_t) (uintptr_t) pvar->ctx, &s);
+    return OMPI_SUCCESS;
+}
+
+static int notify(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t event, void *obj_handle,
+                  int *count)
+{
+    (void) pvar;
+    (void) obj_handle;
+    if (MCA_BASE_PVAR_HANDLE_BIND == event) {
+        *count = 1; /* one value for the whole communicator */
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_ubermatch_register_pvars(void)
+{
+    for (size_t i = 0; i < sizeof(pvars) / sizeof(pvars[0]); ++i) {
+        int rc = mca_base_component_pvar_register(
+            &mca_pml_ubermatch_component.pmlm_version, pvars[i].name, pvars[i].help,
+            OPAL_INFO_LVL_4, pvars[i].var_class, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+            MPI_T_BIND_MPI_COMM, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+            get_value, NULL, notify, (void *) (uintptr_t) i);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,318 @@
+#include "ompi/mca/pml/ubermatch/pml_ubermatch_request.h"
+
+#include "ompi/mca/pml/base/pml_base_bsend.h"
+
+static int request_free(ompi_request_t **rptr);
+static int request_cancel(ompi_request_t *ompi_req, int flag);
+
+static void request_construct(mca_pml_ubermatch_request_t *req)
+{
+    OBJ_CONSTRUCT(&req->convertor, opal_convertor_t);
+    req->ompi.req_type = OMPI_REQUEST_PML;
+    req->ompi.req_start = mca_pml_ubermatch_start;
+    req->ompi.req_free = request_free;
+    req->ompi.req_cancel = request_cancel;
+    req->datatype = NULL;
+    req->packed = NULL;
+}
+
+static void request_destruct(mca_pml_ubermatch_request_t *req)
+{
+    OBJ_DESTRUCT(&req->convertor);
+}
+
+OBJ_CLASS_INSTANCE(mca_pml_ubermatch_request_t, ompi_request_t, request_construct,
+                   request_destruct);
+
+static void reset_status(ompi_status_public_t *status)
+{
+    status->MPI_SOURCE = MPI_ANY_SOURCE;
+    status->MPI_TAG = MPI_ANY_TAG;
+    status->MPI_ERROR = MPI_SUCCESS;
+    status->_cancelled = 0;
+    status->_ucount = 0;
+}
+
+mca_pml_ubermatch_request_t *mca_pml_ubermatch_request_alloc(mca_pml_ubermatch_request_kind_t kind,
+                                                             bool persistent, const void *buf,
+                                                             size_t count, ompi_datatype_t *datatype,
+                                                             int peer, int tag,
+                                                             mca_pml_base_send_mode_t mode,
+                                                             struct ompi_communicator_t *comm)
+{
+    mca_pml_ubermatch_request_t *req =
+        (mca_pml_ubermatch_request_t *) opal_free_list_get(&mca_pml_ubermatch.requests);
+    if (OPAL_UNLIKELY(NULL == req)) {
+        return NULL;
+    }
+    OMPI_REQUEST_INIT(&req->ompi, persistent);
+    req->ompi.req_state = persistent ? OMPI_REQUEST_INACTIVE : OMPI_REQUEST_ACTIVE;
+    req->ompi.req_mpi_object.comm = comm;
+    reset_status(&req->ompi.req_status);
+    req->kind = kind;
+    req->free_called = false;
+    req->internal_bsend = false;
+    req->buf = (void *) buf;
+    req->count = count;
+    req->datatype = datatype;
+    if (NULL != datatype) {
+        OMPI_DATATYPE_RETAIN(datatype);
+    }
+    req->peer = peer;
+    req->tag = tag;
+    req->mode = mode;
+    req->packed = NULL;
+    return req;
+}
+
+void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req)
+{
+    if (NULL != req->datatype) {
+        OMPI_DATATYPE_RELEASE(req->datatype);
+        req->datatype = NULL;
+    }
+    opal_convertor_cleanup(&req->convertor);
+    OMPI_REQUEST_FINI(&req->ompi);
+    opal_free_list_return(&mca_pml_ubermatch.requests, (opal_free_list_item_t *) req);
+}
+
+/* Signals completion, unless MPI_Request_free already let go of the request:
+ * then nobody waits, and it goes back to the free list. The flag is read
+ * first so that the request is never touched after it was signalled. */
+static void request_complete(mca_pml_ubermatch_request_t *req)
+{
+    if (req->free_called) {
+        mca_pml_ubermatch_request_release(req);
+        return;
+    }
+    ompi_request_complete(&req->ompi, true);
+}
+
+static int request_free(ompi_request_t **rptr)
+{
+    mca_pml_ubermatch_request_t *req = (mca_pml_ubermatch_request_t *) *rptr;
+    *rptr = MPI_REQUEST_NULL;
+    req->free_called = true;
+    opal_atomic_mb();
+    if (REQUEST_COMPLETE(&req->ompi)) {
+        mca_pml_ubermatch_request_release(req);
+    }
+    return OMPI_SUCCESS;
+}
+
+static int request_cancel(ompi_request_t *ompi_req, int flag)
+{
+    mca_pml_ubermatch_request_t *req = (mca_pml_ubermatch_request_t *) ompi_req;
+    int cancelled = 0;
+    (void) flag;
+    /* Sends are never cancelled (MPI allows it): they complete as usual. */
+    if (PML_UM_RECV != req->kind || REQUEST_COMPLETE(ompi_req) ||
+        OMPI_REQUEST_ACTIVE != ompi_req->req_state) {
+        return OMPI_SUCCESS;
+    }
+    um_proto_cancel(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(ompi_req->req_mpi_object.comm),
+                    &req->recv, &cancelled);
+    if (cancelled) {
+        ompi_req->req_status._cancelled = 1;
+        ompi_req->req_status.MPI_ERROR = MPI_SUCCESS;
+        request_complete(req);
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Where a datatype's data starts, when count of it is one contiguous block. */
+static void *contiguous_base(const void *buf, size_t count, ompi_datatype_t *datatype)
+{
+    ptrdiff_t true_lb, true_extent;
+    if (!opal_datatype_is_contiguous_memory_layout(&datatype->super, count)) {
+        return NULL;
+    }
+    ompi_datatype_get_true_extent(datatype, &true_lb, &true_extent);
+    return (char *) buf + true_lb;
+}
+
+static size_t packed_size(size_t count, ompi_datatype_t *datatype)
+{
+    size_t size;
+    ompi_datatype_type_size(datatype, &size);
+    return size * count;
+}
+
+static int pack(const void *buf, size_t count, ompi_datatype_t *datatype, void *dest, size_t size)
+{
+    opal_convertor_t conv;
+    struct iovec iov = {dest, size};
+    uint32_t iov_count = 1;
+    size_t max = size;
+    int rc;
+
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &datatype->super, count,
+                                             buf, 0, &conv);
+    rc = opal_convertor_pack(&conv, &iov, &iov_count, &max);
+    OBJ_DESTRUCT(&conv);
+    return rc < 0 ? OMPI_ERROR : OMPI_SUCCESS;
+}
+
+static int send_start(mca_pml_ubermatch_request_t *req)
+{
+    struct ompi_communicator_t *comm = req->ompi.req_mpi_object.comm;
+    size_t size = packed_size(req->count, req->datatype);
+    um_proto_peer_t *peer = mca_pml_ubermatch_peer(comm, req->peer);
+    const void *data = contiguous_base(req->buf, req->count, req->datatype);
+    mca_pml_ubermatch_request_t *wire = req; /* the request the transfer completes */
+    um_hint_t hint;
+    int rc;
+
+    if (OPAL_UNLIKELY(NULL == peer)) {
+        return OMPI_ERR_UNREACH;
+    }
+    if (MCA_PML_BASE_SEND_BUFFERED == req->mode) {
+        /* Copy into the attached buffer and complete now; an internal request
+         * carries the data and gives the buffer back. */
+        void *copy = mca_pml_base_bsend_request_alloc_buf(size);
+        if (NULL == copy) {
+            return MPI_ERR_BUFFER;
+        }
+        if (OMPI_SUCCESS != pack(req->buf, req->count, req->datatype, copy, size)) {
+            mca_pml_base_bsend_request_free(copy);
+            return OMPI_ERROR;
+        }
+        wire = mca_pml_ubermatch_request_alloc(PML_UM_SEND, false, NULL, 0, NULL, req->peer,
+                                               req->tag, MCA_PML_BASE_SEND_STANDARD, comm);
+        if (NULL == wire) {
+            mca_pml_base_bsend_request_free(copy);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        wire->internal_bsend = true;
+        wire->packed = copy;
+        data = copy;
+    } else if (NULL == data && size > 0) {
+        req->packed = malloc(size);
+        if (NULL == req->packed) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        if (OMPI_SUCCESS != pack(req->buf, req->count, req->datatype, req->packed, size)) {
+            free(req->packed);
+            req->packed = NULL;
+            return OMPI_ERROR;
+        }
+        data = req->packed;
+    }
+
+    mca_pml_ubermatch_hint(req->tag, size, comm, &hint);
+    rc = um_proto_send(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer, req->peer,
+                       req->tag, &hint, data, size, MCA_PML_BASE_SEND_SYNCHRONOUS == req->mode,
+                       wire);
+    if (OPAL_UNLIKELY(UM_PROTO_OK != rc)) {
+        return OMPI_ERROR;
+    }
+    if (wire != req) {
+        request_complete(req);
+    }
+    return OMPI_SUCCESS;
+}
+
+static void recv_prepare(mca_pml_ubermatch_request_t *req)
+{
+    struct ompi_communicator_t *comm = req->ompi.req_mpi_object.comm;
+    size_t size = packed_size(req->count, req->datatype);
+    req->recv.cookie = req;
+    req->recv.buffer = contiguous_base(req->buf, req->count, req->datatype);
+    req->recv.capacity = size;
+    req->recv.source = req->peer;
+    req->recv.tag = req->tag;
+    mca_pml_ubermatch_hint(req->tag, size, comm, &req->recv.hint);
+}
+
+static int recv_start(mca_pml_ubermatch_request_t *req)
+{
+    recv_prepare(req);
+    return UM_PROTO_OK == um_proto_post_recv(mca_pml_ubermatch.proto,
+                                        mca_pml_ubermatch_comm(req->ompi.req_mpi_object.comm),
+                                        &req->recv)
+               ? OMPI_SUCCESS
+               : OMPI_ERROR;
+}
+
+int mca_pml_ubermatch_request_start_mrecv(mca_pml_ubermatch_request_t *req, um_proto_msg_t *msg)
+{
+    recv_prepare(req);
+    return UM_PROTO_OK == um_proto_msg_recv(mca_pml_ubermatch.proto, msg, &req->recv)
+               ? OMPI_SUCCESS
+               : OMPI_ERROR;
+}
+
+int mca_pml_ubermatch_request_start(mca_pml_ubermatch_request_t *req)
+{
+    return PML_UM_SEND == req->kind ? send_start(req) : recv_start(req);
+}
+
+int mca_pml_ubermatch_start(size_t count, ompi_request_t **requests)
+{
+    for (size_t i = 0; i < count; ++i) {
+        mca_pml_ubermatch_request_t *req = (mca_pml_ubermatch_request_t *) requests[i];
+        int rc;
+        if (NULL == req || OMPI_REQUEST_PML != req->ompi.req_type) {
+            continue;
+        }
+        req->ompi.req_complete = REQUEST_PENDING;
+        req->ompi.req_state = OMPI_REQUEST_ACTIVE;
+        reset_status(&req->ompi.req_status);
+        rc = mca_pml_ubermatch_request_start(req);
+        if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+            return rc;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+/* --- completion callbacks of the protocol core --- */
+
+static void send_done(void *cookie, int status)
+{
+    mca_pml_ubermatch_request_t *req = cookie;
+    if (req->internal_bsend) {
+        mca_pml_base_bsend_request_free(req->packed);
+        req->packed = NULL;
+        mca_pml_ubermatch_request_release(req);
+        return;
+    }
+    free(req->packed);
+    req->packed = NULL;
+    req->ompi.req_status.MPI_ERROR = UM_PROTO_OK == status ? MPI_SUCCESS : MPI_ERR_OTHER;
+    request_complete(req);
+}
+
+static void recv_unpack(void *cookie, const void *data, size_t length)
+{
+    mca_pml_ubermatch_request_t *req = cookie;
+    struct iovec iov = {(void *) data, length};
+    uint32_t iov_count = 1;
+    size_t max = length;
+
+    opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &req->datatype->super,
+                                             req->count, req->buf, 0, &req->convertor);
+    opal_convertor_unpack(&req->convertor, &iov, &iov_count, &max);
+}
+
+static void recv_done(void *cookie, int32_t source, int32_t tag, size_t received, size_t length,
+                      int status)
+{
+    mca_pml_ubermatch_request_t *req = cookie;
+    ompi_status_public_t *st = &req->ompi.req_status;
+    (void) length;
+    st->MPI_SOURCE = source;
+    st->MPI_TAG = tag;
+    st->_ucount = received;
+    st->MPI_ERROR = UM_PROTO_OK == status          ? MPI_SUCCESS
+                    : UM_PROTO_TRUNCATED == status ? MPI_ERR_TRUNCATE
+                                                   : MPI_ERR_OTHER;
+    request_complete(req);
+}
+
+const um_proto_callbacks_t mca_pml_ubermatch_callbacks = {
+    .send_done = send_done,
+    .recv_done = recv_done,
+    .recv_unpack = recv_unpack,
+};

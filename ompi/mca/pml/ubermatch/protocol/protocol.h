@@ -1,0 +1,177 @@
+// The protocol core behind um_protocol.h: UCX active messages, per-peer
+// sequence numbers, held arrivals, matching and delivery.
+#ifndef UBERMATCH_PROTOCOL_H
+#define UBERMATCH_PROTOCOL_H
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "matching/engine.h"
+#include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
+
+namespace ubermatch::protocol {
+
+// Active-message ids.
+enum : unsigned { kAmMessage = 1, kAmAck = 2 };
+
+enum : uint16_t { kFlagSync = 1 };
+
+// What travels in front of every message. UCX 1.13 reads it until the send
+// completes, so it lives in the SendOp, never on the stack.
+struct WireHeader {
+    uint32_t cid;
+    int32_t source; // the sender's rank in its local group
+    int32_t tag;
+    uint32_t seq;   // per (communicator, sender, receiver)
+    uint16_t coll;  // um_coll_t of the traffic, from the sender
+    uint16_t flags;
+    uint32_t reserved;
+    uint64_t sender; // the SendOp to acknowledge, for synchronous sends
+};
+
+// An arrived message the core keeps: unexpected, out of sequence, for a
+// communicator not created yet, or mprobe'd.
+struct Message {
+    WireHeader hdr;
+    size_t length;
+    void *data;         // see `stored`
+    ucp_ep_h reply_ep;  // to acknowledge a synchronous send
+    bool rndv;          // data is a UCX rendezvous descriptor
+    bool stored;        // eager data was copied to the heap (else it is UCX's, valid in the callback only)
+};
+
+class Protocol;
+
+struct SendOp {
+    WireHeader hdr;
+    Protocol *owner;
+    void *cookie;
+    std::atomic<int> pending; // UCX completion, and the acknowledgement when synchronous
+    std::atomic<int> status;
+};
+
+struct Comm {
+    uint32_t cid;
+    int32_t local_rank;
+    int32_t remote_size;
+    std::unique_ptr<Engine> engine;
+    std::vector<uint32_t> send_seq; // next sequence number to each destination
+    std::vector<uint32_t> recv_seq; // next expected from each source
+    std::unordered_map<uint64_t, Message *> early; // out of sequence, by (source, seq)
+};
+
+// Deliveries decided under the lock and carried out after it is released
+// (they call UCX and the glue).
+class Actions {
+public:
+    struct Item {
+        um_proto_recv_t *recv; // deliver msg into recv; nullptr: only acknowledge msg
+        Message *msg;
+    };
+    void add(um_proto_recv_t *recv, Message *msg) {
+        if (n_ < kInline) {
+            inline_[n_++] = {recv, msg};
+        } else {
+            overflow_.push_back({recv, msg});
+        }
+    }
+    template <typename F>
+    void for_each(F &&f) {
+        for (size_t i = 0; i < n_; ++i) {
+            f(inline_[i]);
+        }
+        for (const Item &it : overflow_) {
+            f(it);
+        }
+    }
+
+private:
+    static constexpr size_t kInline = 4;
+    Item inline_[kInline];
+    size_t n_ = 0;
+    std::vector<Item> overflow_;
+};
+
+class Protocol {
+public:
+    Protocol(const um_proto_config_t &config, const um_proto_callbacks_t &callbacks);
+    ~Protocol();
+    Protocol(const Protocol &) = delete;
+    Protocol &operator=(const Protocol &) = delete;
+
+    // Throws std::runtime_error with the reason.
+    void start();
+    const std::string &backend() const { return backend_; }
+
+    ucp_worker_h worker() const { return worker_; }
+    int progress() { return static_cast<int>(ucp_worker_progress(worker_)); }
+    ucp_ep_h connect(const void *address, size_t length, std::string &err);
+    void disconnect(ucp_ep_h *eps, size_t count);
+
+    Comm *comm_create(uint32_t cid, int32_t local_rank, int32_t remote_size); // throws
+    void comm_destroy(Comm *comm);
+    um_stats_t comm_stats(Comm *comm);
+    void comm_dump(Comm *comm, FILE *out);
+    size_t held();
+
+    int send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
+             const void *data, size_t length, bool sync, void *cookie);
+    int recv(Comm *comm, um_proto_recv_t *recv);
+    int cancel(Comm *comm, um_proto_recv_t *recv, bool *cancelled);
+    int probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
+              Message **found);
+    void msg_recv(Message *msg, um_proto_recv_t *recv);
+
+private:
+    static ucs_status_t am_message_cb(void *arg, const void *header, size_t header_length,
+                                      void *data, size_t length, const ucp_am_recv_param_t *param);
+    static ucs_status_t am_ack_cb(void *arg, const void *header, size_t header_length, void *data,
+                                  size_t length, const ucp_am_recv_param_t *param);
+    static void send_cb(void *request, ucs_status_t status, void *user_data);
+    static void ack_sent_cb(void *request, ucs_status_t status, void *user_data);
+    static void rndv_cb(void *request, ucs_status_t status, size_t length, void *user_data);
+
+    ucs_status_t on_message(const WireHeader &hdr, void *data, size_t length,
+                            const ucp_am_recv_param_t *param);
+    // Under the lock: sequence check, then the engine. True when msg was kept.
+    bool accept(Comm &comm, Message *msg, Actions &actions);
+    bool arrive(Comm &comm, Message *msg, Actions &actions);
+    static void store(Message *msg);
+    Comm *find_comm(uint32_t cid) const {
+        return cid < comms_.size() ? comms_[cid] : nullptr;
+    }
+
+    void run(Actions &actions);
+    void deliver(um_proto_recv_t *recv, Message *msg);
+    void copy_out(um_proto_recv_t *recv, const void *data, size_t n);
+    void finish_recv(um_proto_recv_t *recv, const Message &msg);
+    void acknowledge(const Message &msg);
+    void send_event(SendOp *op);
+    void free_message(Message *msg); // outside the lock: may release a UCX descriptor
+
+    const std::string backend_;
+    const um_params_t params_;
+    const bool thread_multiple_;
+    const std::string ucx_tls_;
+    const std::string ucx_rndv_thresh_;
+    const um_proto_callbacks_t cb_;
+
+    ucp_context_h context_ = nullptr;
+    ucp_worker_h worker_ = nullptr;
+
+    std::mutex lock_;
+    std::vector<Comm *> comms_; // by context id
+    std::unordered_map<uint32_t, std::vector<Message *>> unknown_comm_; // arrived before their communicator
+    size_t held_ = 0; // messages out of sequence or for unknown communicators
+};
+
+} // namespace ubermatch::protocol
+
+#endif

@@ -1,0 +1,130 @@
+/*
+ * The ubermatch protocol core: the C interface the PML's C glue calls.
+ *
+ * The core owns the UCX worker, the wire protocol (active messages carrying
+ * communicator id, source, tag and a per-peer sequence number), the holding of
+ * out-of-sequence and early (unknown communicator) arrivals, the matching
+ * engine of every communicator, eager and rendezvous delivery, truncation and
+ * the synchronous-send acknowledgement. It knows nothing of Open MPI's
+ * objects: requests are opaque cookies, and the glue is called back when an
+ * operation completes.
+ *
+ * Threading: every call may come from any thread once the core was created
+ * with thread_multiple. Callbacks are never made with the core's lock held,
+ * and may be made from inside the calling function (an operation that
+ * completes at once) or from um_proto_progress().
+ */
+#ifndef UM_PROTOCOL_H
+#define UM_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "matching/ubermatch_engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum um_proto_status {
+    UM_PROTO_OK = 0,
+    UM_PROTO_TRUNCATED = 1, /* the message was longer than the receive */
+    UM_PROTO_ERROR = 2      /* a transport or argument error */
+};
+
+typedef struct um_proto um_proto_t;
+typedef struct um_proto_comm um_proto_comm_t;
+typedef struct um_proto_peer um_proto_peer_t;
+typedef struct um_proto_msg um_proto_msg_t;
+
+typedef struct um_proto_callbacks {
+    /* A send's buffer may be reused (and, when synchronous, the receiver matched it). */
+    void (*send_done)(void *cookie, int status);
+    /* A receive holds its data: `received` bytes of a `length`-byte message. */
+    void (*recv_done)(void *cookie, int32_t source, int32_t tag, size_t received,
+                      size_t length, int status);
+    /* For receives without a contiguous buffer: unpack `length` bytes, in
+     * order, into the user's buffer. Called before recv_done. */
+    void (*recv_unpack)(void *cookie, const void *data, size_t length);
+} um_proto_callbacks_t;
+
+typedef struct um_proto_config {
+    const char *backend;  /* the engine backend of every communicator */
+    um_params_t params;   /* its parameters */
+    int thread_multiple;  /* calls may come from several threads at once */
+    const char *ucx_tls;         /* UCX_TLS of our worker, NULL: UCX's default */
+    const char *ucx_rndv_thresh; /* UCX_RNDV_THRESH, NULL: UCX's default */
+} um_proto_config_t;
+
+/* A posted receive. The glue owns the memory (inside its request) and keeps it
+ * until recv_done or a successful cancel. */
+typedef struct um_proto_recv {
+    void *cookie;
+    void *buffer;     /* contiguous destination, NULL: deliver through recv_unpack */
+    size_t capacity;  /* bytes the receive can take */
+    int32_t source;   /* or UM_ANY_SOURCE */
+    int32_t tag;      /* or UM_ANY_TAG */
+    um_hint_t hint;
+} um_proto_recv_t;
+
+typedef struct um_proto_msg_info {
+    int32_t source;
+    int32_t tag;
+    size_t length;
+} um_proto_msg_info_t;
+
+/* Creation fails, with a message in err, when UCX cannot start or the backend
+ * or one of its parameters is not valid. */
+int um_proto_create(const um_proto_config_t *config, const um_proto_callbacks_t *callbacks,
+                    um_proto_t **proto, char *err, size_t errlen);
+void um_proto_destroy(um_proto_t *proto);
+
+/* The worker address to publish (modex); release it with um_proto_address_release. */
+int um_proto_address(um_proto_t *proto, void **address, size_t *length);
+void um_proto_address_release(um_proto_t *proto, void *address);
+
+/* Drives UCX; returns the number of events processed. */
+int um_proto_progress(um_proto_t *proto);
+
+um_proto_peer_t *um_proto_connect(um_proto_t *proto, const void *address, size_t length,
+                                  char *err, size_t errlen);
+/* Flushes and closes the endpoints, progressing until they are closed. */
+void um_proto_disconnect(um_proto_t *proto, um_proto_peer_t **peers, size_t count);
+
+/* A communicator: its id (equal in every member), this process's rank in the
+ * local group and the size of the group it talks to (the remote group of an
+ * intercommunicator). Messages that arrived for it before are matched now. */
+int um_proto_comm_create(um_proto_t *proto, uint32_t cid, int32_t local_rank,
+                         int32_t remote_size, um_proto_comm_t **comm, char *err, size_t errlen);
+void um_proto_comm_destroy(um_proto_t *proto, um_proto_comm_t *comm);
+void um_proto_comm_stats(um_proto_t *proto, um_proto_comm_t *comm, um_stats_t *stats);
+/* Held messages: out of sequence, or for communicators not created yet. */
+size_t um_proto_held(um_proto_t *proto);
+void um_proto_comm_dump(um_proto_t *proto, um_proto_comm_t *comm, FILE *out);
+const char *um_proto_backend(const um_proto_t *proto);
+
+/* Sends length bytes to rank dst of comm's remote group through peer. When
+ * sync is set, send_done waits for the receiver's match. */
+int um_proto_send(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer, int32_t dst,
+                  int32_t tag, const um_hint_t *hint, const void *data, size_t length, int sync,
+                  void *cookie);
+
+int um_proto_post_recv(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *recv);
+/* *cancelled: the receive was still queued and is now withdrawn (no callback follows). */
+int um_proto_cancel(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *recv,
+                    int *cancelled);
+
+/* Looks for the message a receive (source, tag) would take. With remove (MPI
+ * mprobe) the message leaves the queue and *msg is set, to be received with
+ * um_proto_msg_recv. */
+int um_proto_probe(um_proto_t *proto, um_proto_comm_t *comm, int32_t source, int32_t tag,
+                   const um_hint_t *hint, int remove, int *found, um_proto_msg_info_t *info,
+                   um_proto_msg_t **msg);
+int um_proto_msg_recv(um_proto_t *proto, um_proto_msg_t *msg, um_proto_recv_t *recv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UM_PROTOCOL_H */
