@@ -9,10 +9,13 @@
  *    arriving early (unexpected) half of the time;
  *  - an allreduce: collective (negative-tag) messages from 6 partners;
  *  - a burst of 512 early messages from every worker, drained with exact receives.
+ *
+ * `engine_demo --list-backends` prints the registered backends, one a line.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "matching/ubermatch_engine.h"
 
@@ -78,8 +81,14 @@ static void run(um_engine_t *e) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     um_params_t params;
+    if (argc > 1 && strcmp(argv[1], "--list-backends") == 0) {
+        for (size_t b = 0; b < um_backend_count(); ++b) {
+            printf("%s\n", um_backend_name(b));
+        }
+        return 0;
+    }
     um_params_init(&params);
     printf("ubermatch engine demo: %d steps of halo exchange, manager loop (ANY_SOURCE),\n"
            "allreduce and an unexpected burst, as rank 0 of %d ranks sees them\n\n",

@@ -1,0 +1,201 @@
+/*
+ * p2p_bench: point-to-point latency, message rate and bandwidth between 2 ranks.
+ *
+ *   mpirun -np 2 ./p2p_bench [--iters N] [--reps R] [--time T] MODE [SIZE]
+ *
+ * MODE
+ *   latency  ping-pong of SIZE bytes (default 8): one-way latency in us,
+ *            i.e. round-trip time / 2
+ *   rate     windows of 64 MPI_Isend of SIZE bytes (default 8) from rank 0; rank 1
+ *            has the window's 64 MPI_Irecv posted before the window is sent, waits
+ *            for them, then sends a 4-byte ack; messages per second
+ *   bw       as rate, with SIZE default 1 MiB: bandwidth in MB/s (10^6 bytes/s)
+ *
+ * Each measurement is the median of R repetitions (default 5) of N iterations
+ * (ping-pongs or windows), after a warm-up. Without --iters, N is calibrated so the
+ * R repetitions together take about T seconds (default 1).
+ *
+ * Output, on rank 0, per measurement: one machine-readable line
+ *   mode=rate size=8 value=1234567.0 unit=msg/s
+ * then one human-readable line starting with '#'.
+ *
+ * Receive buffers are distinct per message of a window (concurrent receives into
+ * one buffer are erroneous MPI); the window's sends share one buffer.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { WINDOW = 64, ACK_TAG = 99, DATA_TAG = 1, MAX_REPS = 1000 };
+
+typedef enum { LATENCY, RATE, BW } mode_t_;
+
+static int rank;
+static char *sbuf, *rbuf; /* rbuf: WINDOW * size bytes */
+static size_t msg_size;
+
+/* One timed block of `iters` iterations; returns elapsed seconds (rank 0's clock). */
+static double run_block(mode_t_ mode, long iters) {
+    const int peer = 1 - rank;
+    const int n = (int)msg_size;
+    MPI_Request req[WINDOW];
+    int ack = 0;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (mode == LATENCY) {
+        for (long i = 0; i < iters; i++) {
+            if (rank == 0) {
+                MPI_Send(sbuf, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(rbuf, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD);
+            }
+        }
+    } else if (rank == 0) {
+        for (long i = 0; i < iters; i++) {
+            /* The ack of the previous window says rank 1 has posted this window's receives. */
+            for (int w = 0; w < WINDOW; w++)
+                MPI_Isend(sbuf, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD, &req[w]);
+            MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
+            MPI_Recv(&ack, 1, MPI_INT, peer, ACK_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    } else {
+        for (int w = 0; w < WINDOW; w++)
+            MPI_Irecv(rbuf + (size_t)w * msg_size, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD, &req[w]);
+        for (long i = 0; i < iters; i++) {
+            MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
+            if (i + 1 < iters) /* pre-post the next window before releasing the sender */
+                for (int w = 0; w < WINDOW; w++)
+                    MPI_Irecv(rbuf + (size_t)w * msg_size, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD, &req[w]);
+            MPI_Send(&ack, 1, MPI_INT, peer, ACK_TAG, MPI_COMM_WORLD);
+        }
+    }
+    double t = MPI_Wtime() - t0;
+    MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return t;
+}
+
+/* Iterations per repetition so that `reps` repetitions take about `target` seconds. */
+static long calibrate(mode_t_ mode, int reps, double target) {
+    long it = 1;
+    double t = run_block(mode, it);
+    /* Grow until a block takes long enough to time reliably (both ranks see the same t). */
+    while (t < 0.02 && it < (1L << 40)) {
+        it *= t < 0.002 ? 8 : 2;
+        t = run_block(mode, it);
+    }
+    double per_iter = t / (double)it;
+    long n = (long)(target / reps / per_iter);
+    return n < 1 ? 1 : n;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void usage(void) {
+    if (rank == 0)
+        fprintf(stderr,
+                "usage: p2p_bench [--iters N] [--reps R] [--time T] latency|rate|bw [SIZE]\n"
+                "  SIZE in bytes (suffix K or M for KiB/MiB); default 8, 1M for bw\n"
+                "  --iters N  iterations per repetition (default: calibrated to --time)\n"
+                "  --reps R   repetitions, the median is reported (default 5)\n"
+                "  --time T   seconds for the R repetitions together when calibrating (default 1)\n");
+}
+
+static int parse_size(const char *s, size_t *out) {
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s) return 0;
+    if (*end == 'K' || *end == 'k') v <<= 10, end++;
+    else if (*end == 'M' || *end == 'm') v <<= 20, end++;
+    if (*end != '\0' || v > (1ULL << 30)) return 0;
+    *out = (size_t)v;
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    int size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    long iters = 0;
+    int reps = 5, ok = 1, have_size = 0;
+    double target = 1.0;
+    const char *mode_name = NULL;
+    for (int a = 1; a < argc && ok; a++) {
+        if (strcmp(argv[a], "--iters") == 0 && a + 1 < argc) iters = atol(argv[++a]), ok = iters > 0;
+        else if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc)
+            reps = atoi(argv[++a]), ok = reps > 0 && reps <= MAX_REPS;
+        else if (strcmp(argv[a], "--time") == 0 && a + 1 < argc) target = atof(argv[++a]), ok = target > 0;
+        else if (!mode_name && argv[a][0] != '-') mode_name = argv[a];
+        else if (mode_name && !have_size) ok = have_size = parse_size(argv[a], &msg_size);
+        else ok = 0;
+    }
+    mode_t_ mode = LATENCY;
+    if (ok && mode_name && strcmp(mode_name, "latency") == 0) mode = LATENCY;
+    else if (ok && mode_name && strcmp(mode_name, "rate") == 0) mode = RATE;
+    else if (ok && mode_name && strcmp(mode_name, "bw") == 0) mode = BW;
+    else ok = 0;
+    if (!ok || size != 2) {
+        if (rank == 0 && size != 2) fprintf(stderr, "p2p_bench: needs exactly 2 ranks (got %d)\n", size);
+        usage();
+        MPI_Finalize();
+        return 2;
+    }
+    if (!have_size) msg_size = mode == BW ? (size_t)1 << 20 : 8;
+
+    size_t rlen = (mode == LATENCY ? 1 : WINDOW) * (msg_size ? msg_size : 1);
+    sbuf = malloc(msg_size ? msg_size : 1);
+    rbuf = malloc(rlen);
+    if (!sbuf || !rbuf) {
+        fprintf(stderr, "p2p_bench: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(sbuf, 'a' + rank, msg_size ? msg_size : 1);
+    memset(rbuf, 0, rlen); /* touch the pages before timing */
+
+    /* Warm-up (connections, registration caches), then calibration, which warms up further. */
+    run_block(mode, mode == LATENCY ? 1000 : 20);
+    int calibrated = iters == 0;
+    if (calibrated) iters = calibrate(mode, reps, target);
+
+    double t[MAX_REPS];
+    for (int r = 0; r < reps; r++) t[r] = run_block(mode, iters);
+    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+    double median = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
+
+    if (rank == 0) {
+        double value = 0, best = 0, worst = 0;
+        const char *unit = "";
+        double msgs = (double)iters * WINDOW;
+        switch (mode) {
+        case LATENCY:
+            value = median / (2.0 * (double)iters) * 1e6, unit = "us";
+            best = t[0] / (2.0 * (double)iters) * 1e6, worst = t[reps - 1] / (2.0 * (double)iters) * 1e6;
+            break;
+        case RATE:
+            value = msgs / median, unit = "msg/s";
+            best = msgs / t[0], worst = msgs / t[reps - 1];
+            break;
+        case BW:
+            value = msgs * (double)msg_size / median / 1e6, unit = "MB/s";
+            best = msgs * (double)msg_size / t[0] / 1e6, worst = msgs * (double)msg_size / t[reps - 1] / 1e6;
+            break;
+        }
+        printf("mode=%s size=%zu value=%.*f unit=%s\n", mode_name, msg_size, mode == LATENCY ? 3 : 1, value, unit);
+        printf("# %s, %zu bytes: %.4g %s (median of %d reps x %ld %s%s; best %.4g, worst %.4g)\n", mode_name,
+               msg_size, value, unit, reps, iters, mode == LATENCY ? "round trips" : "windows of 64",
+               calibrated ? ", calibrated" : "", best, worst);
+        fflush(stdout);
+    }
+    free(sbuf);
+    free(rbuf);
+    MPI_Finalize();
+    return 0;
+}
