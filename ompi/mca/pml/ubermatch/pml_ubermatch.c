@@ -66,12 +66,7 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     char err[512];
     int rc;
 
-    config.backend = um_backend_name((size_t) cfg->backend);
-    if (NULL == config.backend) {
-        opal_output(0, "pml_ubermatch: pml_ubermatch_backend = %d is not a backend; valid "
-                       "backends are: %s", cfg->backend, um_backend_names());
-        return OMPI_ERR_BAD_PARAM;
-    }
+    config.backend = cfg->backend;
     um_params_init(&config.params);
     config.params.bins = cfg->bins;
     config.thread_multiple = enable_mpi_threads;
@@ -83,7 +78,8 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     if (UM_PROTO_OK != um_proto_create(&config, &mca_pml_ubermatch_callbacks,
                                        &mca_pml_ubermatch.proto, err, sizeof(err))) {
         /* Asked for by name, so say why it cannot run rather than fall back quietly. */
-        opal_output(0, "pml_ubermatch: cannot start: %s", err);
+        opal_output(0, "pml_ubermatch: cannot start (pml_ubermatch_backend = %s): %s",
+                    cfg->backend, err);
         return OMPI_ERR_BAD_PARAM;
     }
 

@@ -23,7 +23,7 @@ BEGIN_C_DECLS
 /* Settings, from MCA variables. */
 typedef struct mca_pml_ubermatch_config {
     int priority;
-    int backend;        /* index into the engine's backend registry */
+    char *backend;      /* name of the engine backend */
     int bins;           /* engine parameter of `bins` */
     int verbose;
     bool print_stats;   /* one line of engine statistics per communicator, when freed */

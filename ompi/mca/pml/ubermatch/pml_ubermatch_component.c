@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "opal/mca/base/mca_base_var.h"
-#include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/util/show_help.h"
 
 static int mca_pml_ubermatch_component_register(void);
@@ -37,9 +36,6 @@ mca_pml_base_component_2_0_0_t mca_pml_ubermatch_component = {
     .pmlm_finalize = mca_pml_ubermatch_component_fini,
 };
 
-/* Storage of the enum's strings: the registry's names, built once. */
-static mca_base_var_enum_value_t *backend_values;
-
 static int register_int(const char *name, const char *help, int level, int *storage)
 {
     return mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version, name, help,
@@ -47,34 +43,21 @@ static int register_int(const char *name, const char *help, int level, int *stor
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
+/* A string, not an enum: an unknown name then reaches our own check, whose
+ * message lists the valid names (Open MPI 4.1's enum error is unreadable). */
 static int register_backend(void)
 {
-    mca_base_var_enum_t *backends = NULL;
-    char help[512];
-    size_t n = um_backend_count();
+    static char help[512];
     int rc;
 
-    backend_values = calloc(n + 1, sizeof(*backend_values));
-    if (NULL == backend_values) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    for (size_t i = 0; i < n; ++i) {
-        backend_values[i].value = (int) i;
-        backend_values[i].string = um_backend_name(i);
-    }
-    rc = mca_base_var_enum_create("pml_ubermatch_backend", backend_values, &backends);
-    if (OPAL_SUCCESS != rc) {
-        return rc;
-    }
-    mca_pml_ubermatch.config.backend = 2; /* bins: flat at every depth and spread of sources */
     snprintf(help, sizeof(help),
-             "Matching engine of every communicator, chosen at run time (one of: %s)",
+             "Matching engine of every communicator, chosen at run time. Valid values: %s",
              um_backend_names());
+    mca_pml_ubermatch.config.backend = "bins"; /* flat at every depth and spread of sources */
     rc = mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version, "backend",
-                                         help, MCA_BASE_VAR_TYPE_INT, backends, 0, 0,
+                                         help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
                                          OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
                                          &mca_pml_ubermatch.config.backend);
-    OBJ_RELEASE(backends);
     return rc < 0 ? rc : OPAL_SUCCESS;
 }
 
@@ -143,8 +126,6 @@ static int mca_pml_ubermatch_component_open(void)
 static int mca_pml_ubermatch_component_close(void)
 {
     opal_output_close(mca_pml_ubermatch.output);
-    free(backend_values);
-    backend_values = NULL;
     return OMPI_SUCCESS;
 }
 

@@ -203,7 +203,7 @@ static int send_start(mca_pml_ubermatch_request_t *req)
     mca_pml_ubermatch_hint(req->tag, size, comm, &hint);
     rc = um_proto_send(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer, req->peer,
                        req->tag, &hint, data, size, MCA_PML_BASE_SEND_SYNCHRONOUS == req->mode,
-                       wire);
+                       &wire->send, wire);
     if (OPAL_UNLIKELY(UM_PROTO_OK != rc)) {
         return OMPI_ERROR;
     }

@@ -28,6 +28,7 @@ typedef struct mca_pml_ubermatch_request {
     mca_pml_base_send_mode_t mode;
 
     void *packed;               /* send: packed copy of a non-contiguous buffer, or the bsend buffer */
+    um_proto_send_op_t send;       /* send: the protocol core's state of the transfer */
     um_proto_recv_t recv;       /* receive: what the protocol core matches and fills */
     opal_convertor_t convertor; /* receive: unpacking into a non-contiguous buffer */
 } mca_pml_ubermatch_request_t;

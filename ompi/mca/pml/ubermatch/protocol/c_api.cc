@@ -107,13 +107,10 @@ const char *um_proto_backend(const um_proto_t *proto) { return cxx(proto)->backe
 
 int um_proto_send(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer, int32_t dst,
                   int32_t tag, const um_hint_t *hint, const void *data, size_t length, int sync,
-                  void *cookie) {
-    try {
-        return cxx(proto)->send(cxx(comm), ep_of(peer), dst, tag, hint != nullptr ? *hint : kNoHint,
-                           data, length, sync != 0, cookie);
-    } catch (const std::bad_alloc &) {
-        return UM_PROTO_ERROR;
-    }
+                  um_proto_send_op_t *op, void *cookie) {
+    return cxx(proto)->send(cxx(comm), ep_of(peer), dst, tag, hint != nullptr ? *hint : kNoHint,
+                            data, length, sync != 0, reinterpret_cast<ubermatch::protocol::SendOp *>(op),
+                            cookie);
 }
 
 int um_proto_post_recv(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *recv) {

@@ -171,7 +171,7 @@ Comm *Protocol::comm_create(uint32_t cid, int32_t local_rank, int32_t remote_siz
     Actions actions;
     Comm *c = comm.release();
     {
-        std::lock_guard<std::mutex> guard(lock_);
+        Guard guard(*this);
         if (cid >= comms_.size()) {
             comms_.resize(std::max<size_t>(cid + 1, comms_.size() * 2), nullptr);
         }
@@ -192,7 +192,7 @@ Comm *Protocol::comm_create(uint32_t cid, int32_t local_rank, int32_t remote_siz
 void Protocol::comm_destroy(Comm *comm) {
     std::vector<Message *> drop;
     {
-        std::lock_guard<std::mutex> guard(lock_);
+        Guard guard(*this);
         if (comm->cid < comms_.size() && comms_[comm->cid] == comm) {
             comms_[comm->cid] = nullptr;
         }
@@ -211,14 +211,14 @@ void Protocol::comm_destroy(Comm *comm) {
 }
 
 um_stats_t Protocol::comm_stats(Comm *comm) {
-    std::lock_guard<std::mutex> guard(lock_);
+    Guard guard(*this);
     return comm->engine->stats();
 }
 
 void Protocol::comm_dump(Comm *comm, FILE *out) {
     std::ostringstream s;
     {
-        std::lock_guard<std::mutex> guard(lock_);
+        Guard guard(*this);
         s << "communicator " << comm->cid << ", rank " << comm->local_rank << ", peers "
           << comm->remote_size << ", held out of sequence " << comm->early.size() << "\n";
         comm->engine->dump(s);
@@ -227,7 +227,7 @@ void Protocol::comm_dump(Comm *comm, FILE *out) {
 }
 
 size_t Protocol::held() {
-    std::lock_guard<std::mutex> guard(lock_);
+    Guard guard(*this);
     return held_;
 }
 
@@ -253,7 +253,7 @@ ucs_status_t Protocol::on_message(const WireHeader &hdr, void *data, size_t leng
     Actions actions;
     bool kept;
     {
-        std::lock_guard<std::mutex> guard(lock_);
+        Guard guard(*this);
         Comm *comm = find_comm(hdr.cid);
         if (comm != nullptr) {
             kept = accept(*comm, msg, actions);
@@ -444,20 +444,19 @@ void Protocol::free_message(Message *msg) {
 // --- operations from the glue ----------------------------------------------------
 
 int Protocol::send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
-                   const void *data, size_t length, bool sync, void *cookie) {
+                   const void *data, size_t length, bool sync, SendOp *op, void *cookie) {
     if (dst < 0 || dst >= comm->remote_size) {
         return UM_PROTO_ERROR;
     }
-    auto *op = new SendOp;
     op->owner = this;
     op->cookie = cookie;
-    op->pending.store(sync ? 2 : 1, std::memory_order_relaxed);
-    op->status.store(UM_PROTO_OK, std::memory_order_relaxed);
+    op->pending = sync ? 2 : 1;
+    op->status = UM_PROTO_OK;
     op->hdr = WireHeader{comm->cid, comm->local_rank, tag, 0, hint.coll,
                          static_cast<uint16_t>(sync ? kFlagSync : 0), 0,
                          reinterpret_cast<uint64_t>(op)};
     {
-        std::lock_guard<std::mutex> guard(lock_);
+        Guard guard(*this);
         op->hdr.seq = comm->send_seq[static_cast<size_t>(dst)]++;
     }
     ucp_request_param_t param{};
@@ -471,32 +470,39 @@ int Protocol::send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_h
         return UM_PROTO_OK;
     }
     if (UCS_PTR_IS_ERR(req)) {
-        // No acknowledgement can come: finish with the error.
-        op->status.store(UM_PROTO_ERROR);
-        op->pending.store(1);
+        op->pending = 1; // no acknowledgement can come: finish with the error
+        send_event(op, UM_PROTO_ERROR);
+        return UM_PROTO_OK;
     }
-    send_event(op);
+    send_event(op, UM_PROTO_OK);
     return UM_PROTO_OK;
 }
 
 void Protocol::send_cb(void *request, ucs_status_t status, void *user_data) {
     auto *op = static_cast<SendOp *>(user_data);
     ucp_request_free(request);
-    if (status != UCS_OK) {
-        op->status.store(UM_PROTO_ERROR);
-        if (op->hdr.flags & kFlagSync) {
-            op->pending.fetch_sub(1); // the acknowledgement will not come
-        }
+    if (status != UCS_OK && (op->hdr.flags & kFlagSync)) {
+        // The acknowledgement will not come.
+        op->owner->send_event(op, UM_PROTO_ERROR);
     }
-    op->owner->send_event(op);
+    op->owner->send_event(op, status == UCS_OK ? UM_PROTO_OK : UM_PROTO_ERROR);
 }
 
-void Protocol::send_event(SendOp *op) {
-    if (op->pending.fetch_sub(1) == 1) {
-        void *cookie = op->cookie;
-        const int status = op->status.load();
-        delete op;
-        cb_.send_done(cookie, status);
+void Protocol::send_event(SendOp *op, int status) {
+    int left;
+    if (thread_multiple_) {
+        if (status != UM_PROTO_OK) {
+            __atomic_store_n(&op->status, status, __ATOMIC_RELAXED);
+        }
+        left = __atomic_sub_fetch(&op->pending, 1, __ATOMIC_ACQ_REL);
+    } else {
+        if (status != UM_PROTO_OK) {
+            op->status = status;
+        }
+        left = --op->pending;
+    }
+    if (left == 0) {
+        cb_.send_done(op->cookie, op->status);
     }
 }
 
@@ -507,14 +513,14 @@ ucs_status_t Protocol::am_ack_cb(void *arg, const void *header, size_t header_le
     }
     uint64_t sender;
     std::memcpy(&sender, header, sizeof sender);
-    static_cast<Protocol *>(arg)->send_event(reinterpret_cast<SendOp *>(sender));
+    static_cast<Protocol *>(arg)->send_event(reinterpret_cast<SendOp *>(sender), UM_PROTO_OK);
     return UCS_OK;
 }
 
 int Protocol::recv(Comm *comm, um_proto_recv_t *recv) {
     Actions actions;
     {
-        std::lock_guard<std::mutex> guard(lock_);
+        Guard guard(*this);
         um_match_t match{};
         if (comm->engine->post_recv(recv->source, recv->tag, recv->hint, recv, &match) != UM_OK) {
             return UM_PROTO_ERROR;
@@ -528,7 +534,7 @@ int Protocol::recv(Comm *comm, um_proto_recv_t *recv) {
 }
 
 int Protocol::cancel(Comm *comm, um_proto_recv_t *recv, bool *cancelled) {
-    std::lock_guard<std::mutex> guard(lock_);
+    Guard guard(*this);
     return comm->engine->cancel(recv->source, recv->tag, recv, cancelled) == UM_OK ? UM_PROTO_OK
                                                                                  : UM_PROTO_ERROR;
 }
@@ -537,7 +543,7 @@ int Protocol::probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hi
                     Message **found) {
     Actions actions;
     {
-        std::lock_guard<std::mutex> guard(lock_);
+        Guard guard(*this);
         um_match_t match{};
         const int rc = remove ? comm->engine->mprobe(source, tag, hint, &match)
                               : comm->engine->probe(source, tag, hint, &match);

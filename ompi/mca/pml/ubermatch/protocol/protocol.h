@@ -5,7 +5,6 @@
 
 #include <ucp/api/ucp.h>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -49,13 +48,15 @@ struct Message {
 
 class Protocol;
 
+// Lives in the glue's um_proto_send_op_t.
 struct SendOp {
     WireHeader hdr;
     Protocol *owner;
     void *cookie;
-    std::atomic<int> pending; // UCX completion, and the acknowledgement when synchronous
-    std::atomic<int> status;
+    int pending; // UCX completion, and the acknowledgement when synchronous
+    int status;
 };
+static_assert(sizeof(SendOp) <= sizeof(um_proto_send_op_t), "um_proto_send_op_t is too small");
 
 struct Comm {
     uint32_t cid;
@@ -122,7 +123,7 @@ public:
     size_t held();
 
     int send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
-             const void *data, size_t length, bool sync, void *cookie);
+             const void *data, size_t length, bool sync, SendOp *op, void *cookie);
     int recv(Comm *comm, um_proto_recv_t *recv);
     int cancel(Comm *comm, um_proto_recv_t *recv, bool *cancelled);
     int probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
@@ -153,7 +154,28 @@ private:
     void copy_out(um_proto_recv_t *recv, const void *data, size_t n);
     void finish_recv(um_proto_recv_t *recv, const Message &msg);
     void acknowledge(const Message &msg);
-    void send_event(SendOp *op);
+    void send_event(SendOp *op, int status);
+
+    // The lock and the counters cost fences that stall behind the shared-memory
+    // transport's stores: only with MPI_THREAD_MULTIPLE are they needed.
+    class Guard {
+    public:
+        explicit Guard(Protocol &p) : m_(p.thread_multiple_ ? &p.lock_ : nullptr) {
+            if (m_ != nullptr) {
+                m_->lock();
+            }
+        }
+        ~Guard() {
+            if (m_ != nullptr) {
+                m_->unlock();
+            }
+        }
+        Guard(const Guard &) = delete;
+        Guard &operator=(const Guard &) = delete;
+
+    private:
+        std::mutex *m_;
+    };
     void free_message(Message *msg); // outside the lock: may release a UCX descriptor
 
     const std::string backend_;

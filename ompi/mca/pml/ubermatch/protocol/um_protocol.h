@@ -68,6 +68,12 @@ typedef struct um_proto_recv {
     um_hint_t hint;
 } um_proto_recv_t;
 
+/* The protocol's state of one send, kept by the glue (inside its request)
+ * until send_done: no allocation on the send path. */
+typedef struct um_proto_send_op {
+    uint64_t opaque[8];
+} um_proto_send_op_t;
+
 typedef struct um_proto_msg_info {
     int32_t source;
     int32_t tag;
@@ -104,11 +110,12 @@ size_t um_proto_held(um_proto_t *proto);
 void um_proto_comm_dump(um_proto_t *proto, um_proto_comm_t *comm, FILE *out);
 const char *um_proto_backend(const um_proto_t *proto);
 
-/* Sends length bytes to rank dst of comm's remote group through peer. When
- * sync is set, send_done waits for the receiver's match. */
+/* Sends length bytes to rank dst of comm's remote group through peer, with
+ * op as the send's state. When sync is set, send_done waits for the
+ * receiver's match. */
 int um_proto_send(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer, int32_t dst,
                   int32_t tag, const um_hint_t *hint, const void *data, size_t length, int sync,
-                  void *cookie);
+                  um_proto_send_op_t *op, void *cookie);
 
 int um_proto_post_recv(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *recv);
 /* *cancelled: the receive was still queued and is now withdrawn (no callback follows). */
