@@ -41,6 +41,17 @@ AC_DEFUN([UM_FIND_OMPI], [
         [AC_MSG_ERROR([could not read Open MPI's component directory from ompi_info; give --with-ompi-component-dir])])
     AC_MSG_RESULT([$ompi_componentdir])
 
+    # Open MPI's inline atomics (opal_lifo under MPI_THREAD_MULTIPLE) use the
+    # 16-byte compare-and-swap it was built with: components need -mcx16 on x86-64.
+    OMPI_COMPONENT_CFLAGS=""
+    AC_MSG_CHECKING([whether components need -mcx16])
+    um_save_CFLAGS=$CFLAGS
+    CFLAGS="$CFLAGS -mcx16"
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([], [])],
+        [OMPI_COMPONENT_CFLAGS="-mcx16"; AC_MSG_RESULT([yes])], [AC_MSG_RESULT([no])])
+    CFLAGS=$um_save_CFLAGS
+    AC_SUBST([OMPI_COMPONENT_CFLAGS])
+
     # Flags to build MPI programs (tests, examples, benchmarks) without the wrapper.
     MPI_CFLAGS=`$MPICC --showme:compile`
     MPI_LIBS=`$MPICC --showme:link`

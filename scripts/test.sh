@@ -39,5 +39,18 @@ sanitized() {
 }
 suite "engine tests under ASan+UBSan" sanitized
 
+# MPI tests under mpirun, with every backend, then once over TCP (the path
+# between hosts) with the default backend.
+. scripts/env.sh
+backends=$(build/examples/engine_demo --list-backends)
+suite "component checks (ompi_info, bad settings)" \
+    test/mpi/check-component.sh build/examples/mpi/pingpong_demo "$(echo $backends | sed 's/ /, /g')"
+for backend in $backends; do
+    suite "MPI tests, backend $backend" test/mpi/run-mpi-tests.sh build/test-mpi \
+        --mca pml ubermatch --mca pml_ubermatch_backend "$backend"
+done
+suite "MPI tests over TCP (UCX_TLS=tcp,self)" test/mpi/run-mpi-tests.sh build/test-mpi \
+    --mca pml ubermatch -x UCX_TLS=tcp,self
+
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

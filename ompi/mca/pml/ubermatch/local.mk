@@ -15,6 +15,7 @@ ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_SOURCES = \
 	ompi/mca/pml/ubermatch/protocol/protocol.cc \
 	ompi/mca/pml/ubermatch/protocol/c_api.cc
 ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_CPPFLAGS) $(UCX_CFLAGS)
+ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_CFLAGS = $(AM_CFLAGS) $(OMPI_COMPONENT_CFLAGS)
 ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_LIBADD = matching/libubermatch_matching.la \
 	$(UCX_LIBS) $(MPI_LIBS) -lopen-pal
 ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_LDFLAGS = -module -avoid-version -L$(OMPI_LIBDIR)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Checks of the component as a user meets it: ompi_info lists every MCA
+# parameter with its description and valid values, and bad settings stop
+# start-up with a message that names the valid choices.
+# usage: test/mpi/check-component.sh PROGRAM "list, perpeer, ..."
+#   PROGRAM: an MPI program to start (e.g. pingpong_demo); then the registered
+#   backends as the engine names them (engine_demo --list-backends, joined by ", ").
+set -uo pipefail
+program=${1:?usage: check-component.sh PROGRAM BACKENDS}
+backends=${2:?usage: check-component.sh PROGRAM BACKENDS}
+failed=0
+check() { # description, command...
+    local what=$1
+    shift
+    if "$@"; then
+        echo "PASS $what"
+    else
+        echo "FAIL $what"
+        failed=1
+    fi
+}
+
+info=$(ompi_info --param pml ubermatch --level 9 2>&1)
+for param in backend bins verbose print_stats ucx_tls ucx_rndv_thresh priority; do
+    check "ompi_info lists pml_ubermatch_$param" grep -q "parameter \"pml_ubermatch_$param\"" <<<"$info"
+done
+check "ompi_info names the valid backends" grep -qF "Valid values: $backends" <<<"$info"
+check "ompi_info lists the pvars" grep -q 'performance "pml_ubermatch_posted_length"' <<<"$info"
+
+# An unknown backend aborts start-up and names the valid ones.
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend hashmap "$program" 2>&1)
+rc=$?
+check "unknown backend fails start-up" test $rc -ne 0
+check "unknown backend names the valid ones" grep -qF "unknown matching backend 'hashmap'; valid backends are: $backends" <<<"$out"
+
+# A parameter out of range is refused with its range.
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend bins --mca pml_ubermatch_bins 0 "$program" 2>&1)
+rc=$?
+check "bins = 0 fails start-up" test $rc -ne 0
+check "bins = 0 names the valid range" grep -q "bins = 0 is out of range; valid values are 1 .. 1048576" <<<"$out"
+
+# A good setting runs.
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend bins --mca pml_ubermatch_bins 7 "$program" 2>&1)
+check "bins = 7 runs" test $? -eq 0
+
+exit $failed
