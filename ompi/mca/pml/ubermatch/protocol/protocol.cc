@@ -57,6 +57,12 @@ void Protocol::start() {
             }
         }
     }
+    // Threads waiting in progress starve a sending thread of UCX's default
+    // spinlock (seen over TCP, where progress holds it through a system call):
+    // ask for its mutex, unless the user chose.
+    if (thread_multiple_ && std::getenv("UCX_USE_MT_MUTEX") == nullptr) {
+        ucp_config_modify(config, "USE_MT_MUTEX", "y");
+    }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_AM;
@@ -119,6 +125,20 @@ Protocol::~Protocol() {
     if (context_ != nullptr) {
         ucp_cleanup(context_);
     }
+}
+
+int Protocol::progress() {
+    if (!thread_multiple_) {
+        return static_cast<int>(ucp_worker_progress(worker_));
+    }
+    // One thread progresses at a time: the others would only queue on the
+    // worker's lock, ahead of threads that want it to send.
+    if (progressing_.exchange(true, std::memory_order_acquire)) {
+        return 0;
+    }
+    const int events = static_cast<int>(ucp_worker_progress(worker_));
+    progressing_.store(false, std::memory_order_release);
+    return events;
 }
 
 ucp_ep_h Protocol::connect(const void *address, size_t length, std::string &err) {

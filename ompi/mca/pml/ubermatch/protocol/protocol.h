@@ -5,6 +5,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -112,7 +113,7 @@ public:
     const std::string &backend() const { return backend_; }
 
     ucp_worker_h worker() const { return worker_; }
-    int progress() { return static_cast<int>(ucp_worker_progress(worker_)); }
+    int progress();
     ucp_ep_h connect(const void *address, size_t length, std::string &err);
     void disconnect(ucp_ep_h *eps, size_t count);
 
@@ -189,6 +190,7 @@ private:
     ucp_worker_h worker_ = nullptr;
 
     std::mutex lock_;
+    std::atomic<bool> progressing_{false};
     std::vector<Comm *> comms_; // by context id
     std::unordered_map<uint32_t, std::vector<Message *>> unknown_comm_; // arrived before their communicator
     size_t held_ = 0; // messages out of sequence or for unknown communicators
