@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "matching/registry.h"
+#include "matching/simd/dispatch.h"
 #include "matching/ubermatch_engine.h"
 
 using ubermatch::Engine;
@@ -113,6 +114,32 @@ const char *um_status_string(int status) {
 
 const char *um_coll_name(um_coll_t coll) {
     return (coll >= 0 && coll < UM_COLL_COUNT) ? kCollNames[coll] : "invalid";
+}
+
+const char *um_kernel_name(um_kernel_t kernel) {
+    switch (kernel) {
+    case UM_KERNEL_NONE: return "none";
+    case UM_KERNEL_SCALAR: return "scalar";
+    case UM_KERNEL_AVX2: return "avx2";
+    case UM_KERNEL_AVX512: return "avx512";
+    }
+    return "invalid";
+}
+
+const char *um_kernel_names(void) { return ubermatch::simd::kernel_names(); }
+
+int um_kernel_select(const char *request, um_kernel_t *kernel, int *fell_back, char *msg,
+                     size_t msglen) {
+    try {
+        const ubermatch::simd::Selection s = ubermatch::simd::select(request != nullptr ? request : "");
+        *kernel = s.kernels->id;
+        *fell_back = s.fell_back ? 1 : 0;
+        set_error(msg, msglen, s.warning.c_str());
+        return UM_OK;
+    } catch (const std::exception &e) {
+        set_error(msg, msglen, e.what());
+        return UM_ERR_ARG;
+    }
 }
 
 } // extern "C"

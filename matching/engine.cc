@@ -96,6 +96,7 @@ um_stats_t Engine::stats() const {
     um_stats_t s = stats_;
     s.queues = queues_allocated();
     s.bytes = bytes_used();
+    backend_stats(s);
     return s;
 }
 
@@ -135,6 +136,12 @@ void Engine::dump(std::ostream &out) const {
         << "  posted " << s.posted_len << " (max " << s.posted_max << "), unexpected "
         << s.unexpected_len << " (max " << s.unexpected_max << "), queues " << s.queues
         << ", bytes " << s.bytes << ", cancels " << s.cancels << "\n";
+    if (s.kernel != UM_KERNEL_NONE) {
+        out << "  kernel " << um_kernel_name(static_cast<um_kernel_t>(s.kernel))
+            << (s.kernel_fallback != 0 ? " (fallback)" : "") << ", blocks " << s.blocks
+            << ", holes " << s.holes << ", compactions " << s.compactions << ", false positives "
+            << s.false_positives << "\n";
+    }
     print_class(out, "point-to-point", s.p2p);
     print_class(out, "collective", s.coll);
     const Snapshot snap = snapshot();

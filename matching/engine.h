@@ -73,6 +73,8 @@ protected:
     virtual void visit(const Visitor &f) const = 0;
     virtual uint64_t queues_allocated() const = 0;
     virtual uint64_t bytes_used() const = 0;
+    // Counters only some backends have (um_stats_t's SIMD fields); default: none.
+    virtual void backend_stats(um_stats_t &) const {}
 
     // Sequence numbers for posting and arrival order, shared by all queues.
     uint64_t next_seq() { return ++seq_; }

@@ -9,4 +9,20 @@ matching_libubermatch_matching_la_SOURCES = \
 	matching/c_api.cc \
 	matching/list.h matching/list.cc \
 	matching/perpeer.h matching/perpeer.cc \
-	matching/bins.h matching/bins.cc
+	matching/bins.h matching/bins.cc \
+	matching/blocks.h \
+	matching/vector.h matching/vector.cc \
+	matching/fuzzy.h matching/fuzzy.cc \
+	matching/simd/kernels.h matching/simd/kernels_scalar.cc \
+	matching/simd/dispatch.h matching/simd/dispatch.cc
+
+# The SIMD kernels of the vector and fuzzy backends, one convenience library
+# per instruction set, each built with its own target flags (and nothing else
+# in it: see matching/simd/kernels.h); dispatch.cc picks one at run time.
+noinst_LTLIBRARIES += matching/simd/libum_kernels_avx2.la matching/simd/libum_kernels_avx512.la
+matching_simd_libum_kernels_avx2_la_SOURCES = matching/simd/kernels_avx2.cc matching/simd/kernels.h
+matching_simd_libum_kernels_avx2_la_CXXFLAGS = $(AM_CXXFLAGS) -mavx2
+matching_simd_libum_kernels_avx512_la_SOURCES = matching/simd/kernels_avx512.cc matching/simd/kernels.h
+matching_simd_libum_kernels_avx512_la_CXXFLAGS = $(AM_CXXFLAGS) -mavx512f -mavx512bw -mavx512vl -mavx512dq
+matching_libubermatch_matching_la_LIBADD = \
+	matching/simd/libum_kernels_avx2.la matching/simd/libum_kernels_avx512.la

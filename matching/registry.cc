@@ -1,8 +1,10 @@
 #include "matching/registry.h"
 
 #include "matching/bins.h"
+#include "matching/fuzzy.h"
 #include "matching/list.h"
 #include "matching/perpeer.h"
+#include "matching/vector.h"
 
 namespace ubermatch {
 
@@ -34,6 +36,22 @@ const std::vector<Backend> &table() {
          const int64_t bins = checked("bins", p.bins, BinsEngine::kMinBins, BinsEngine::kMaxBins);
          return std::make_unique<BinsEngine>(n, static_cast<uint32_t>(bins));
      }},
+    {"vector", "blocks of source and tag vectors compared a block at a time (SIMD, Dosanjh et al.)",
+     [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
+         return std::make_unique<VectorEngine>(n, simd::simd_params(p));
+     }},
+    {"fuzzy32", "SIMD over 32-bit fast keys (8 tag over 24 rank bits), verified (Dosanjh et al.)",
+     [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
+         return std::make_unique<FuzzyEngine<uint32_t>>(n, simd::simd_params(p));
+     }},
+    {"fuzzy16", "SIMD over 16-bit xor-folded fast keys, verified (Dosanjh et al.)",
+     [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
+         return std::make_unique<FuzzyEngine<uint16_t>>(n, simd::simd_params(p));
+     }},
+    {"fuzzy8", "SIMD over 8-bit xor-folded fast keys, verified (Dosanjh et al.)",
+     [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
+         return std::make_unique<FuzzyEngine<uint8_t>>(n, simd::simd_params(p));
+     }},
     };
     return kBackends;
 }
@@ -56,6 +74,8 @@ const std::string &backend_names() {
 um_params_t default_params() {
     um_params_t p{};
     p.bins = 256;
+    p.kernel = "auto";
+    p.compact_threshold = 0.5;
     return p;
 }
 

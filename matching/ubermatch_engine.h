@@ -94,12 +94,27 @@ typedef struct um_stats {
     uint64_t cancels;        /* receives removed by cancel */
     um_class_stats_t p2p;
     um_class_stats_t coll;
+    /* The SIMD backends (vector, fuzzy32, fuzzy16, fuzzy8); 0 for the others. */
+    uint64_t false_positives; /* fuzzy*: fast-key hits that the full (source, tag) refuted */
+    uint64_t blocks;          /* blocks of both queues now */
+    uint64_t holes;           /* slots of removed elements not yet given back, both queues now */
+    uint64_t compactions;     /* hole compactions so far */
+    uint64_t kernel;          /* um_kernel_t in use (UM_KERNEL_NONE: not a SIMD backend) */
+    uint64_t kernel_fallback; /* 1: the requested kernel needs an instruction set this CPU
+                                 lacks, and `kernel` is the best one it has */
 } um_stats_t;
 
 /* Backend parameters. um_params_init() sets the defaults; a value out of
  * range makes um_engine_create() fail with a message giving the range. */
 typedef struct um_params {
     int64_t bins; /* "bins": number of hash bins, 1 .. 1048576 (default 256) */
+    /* vector, fuzzy*: the SIMD kernel, "auto" (default; NULL too), "avx512", "avx2" or
+     * "scalar". Another name fails creation; one this CPU cannot run falls back to the
+     * best it can (stats: kernel_fallback; um_kernel_select() gives the warning). */
+    const char *kernel;
+    /* vector, fuzzy*: compact a queue when more than this fraction of its slots are
+     * holes, 0 .. 1 (default 0.5; 1: never). */
+    double compact_threshold;
 } um_params_t;
 
 typedef struct um_engine um_engine_t;
@@ -145,6 +160,26 @@ const char *um_backend_names(void);
 
 const char *um_status_string(int status);
 const char *um_coll_name(um_coll_t coll);
+
+/* The SIMD kernels of the vector and fuzzy* backends, one per instruction set,
+ * chosen at run time from the CPU. */
+typedef enum um_kernel {
+    UM_KERNEL_NONE = 0, /* the backend uses none */
+    UM_KERNEL_SCALAR = 1,
+    UM_KERNEL_AVX2 = 2,
+    UM_KERNEL_AVX512 = 3 /* AVX-512 F, BW, VL and DQ */
+} um_kernel_t;
+
+/* "none", "scalar", "avx2", "avx512"; "invalid" otherwise. */
+const char *um_kernel_name(um_kernel_t kernel);
+/* The valid values of um_params_t.kernel: "auto, avx512, avx2, scalar". */
+const char *um_kernel_names(void);
+/* Resolves a kernel request (as um_params_t.kernel) on this CPU. Returns UM_OK
+ * with *kernel set, *fell_back 1 and a warning in msg when the CPU lacks the
+ * instruction set asked for (*kernel: the best it has); UM_ERR_ARG with a
+ * message naming the valid values in msg for an unknown name. */
+int um_kernel_select(const char *request, um_kernel_t *kernel, int *fell_back, char *msg,
+                     size_t msglen);
 
 #ifdef __cplusplus
 }

@@ -2,10 +2,12 @@
 // random operation sequences, compared after every operation.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <iostream>
 #include <sstream>
 
 #include "matching/registry.h"
+#include "matching/simd/dispatch.h"
 #include "test/engine/oracle.h"
 #include "test/engine/test_options.h"
 #include "test/engine/workload.h"
@@ -43,13 +45,19 @@ struct RunResult {
     uint64_t ops = 0;
     uint64_t matches = 0;
     uint64_t max_depth = 0;
+    uint64_t false_positives = 0; // SIMD backends: at the end of the run
+    uint64_t compactions = 0;
+    uint64_t kernel = UM_KERNEL_NONE;
     std::string first_difference; // empty: none
 };
 
 // Runs `ops` operations of one mix on a backend and the model in lock step.
-RunResult run_mix(const std::string &backend, const Mix &mix, uint64_t seed, uint64_t ops) {
+RunResult run_mix(const std::string &backend, const um_params_t &params, const Mix &mix,
+                  uint64_t seed, uint64_t ops) {
     RunResult res;
-    auto engine = make_engine(backend, mix.comm_size, default_params());
+    auto engine = make_engine(backend, mix.comm_size, params);
+    const um_stats_t first = engine->stats();
+    res.kernel = first.kernel;
     Oracle model(mix.comm_size);
     Workload work(mix, seed);
     for (uint64_t i = 0; i < ops; ++i) {
@@ -100,7 +108,8 @@ RunResult run_mix(const std::string &backend, const Mix &mix, uint64_t seed, uin
         if (want_rc != got_rc || (want_rc == UM_OK && want != got.handle) || !lengths_ok ||
             !queues_ok) {
             std::ostringstream d;
-            d << "backend " << backend << ", mix " << mix.name << ", seed " << seed << ", op " << i
+            d << "backend " << backend << " (kernel " << um_kernel_name(static_cast<um_kernel_t>(s.kernel))
+              << ", compact_threshold " << params.compact_threshold << "), mix " << mix.name << ", seed " << seed << ", op " << i
               << ": " << kind_name(op.kind) << "(source " << op.source << ", tag " << op.tag
               << ") model rc " << want_rc << " handle " << want << ", engine rc " << got_rc
               << " handle " << got.handle << "; posted " << s.posted_len << "/"
@@ -110,7 +119,40 @@ RunResult run_mix(const std::string &backend, const Mix &mix, uint64_t seed, uin
             return res;
         }
     }
+    const um_stats_t last = engine->stats();
+    res.false_positives = last.false_positives;
+    res.compactions = last.compactions;
     return res;
+}
+
+// What the differential test runs: every backend with its default parameters
+// and, for the SIMD backends, every kernel this CPU runs and the best one with
+// compaction off.
+struct Variant {
+    std::string backend;
+    std::string label;
+    um_params_t params;
+};
+
+std::vector<Variant> variants() {
+    std::vector<Variant> out;
+    for (const Backend &b : backends()) {
+        const um_params_t defaults = default_params();
+        if (make_engine(b.name, 1, defaults)->stats().kernel == UM_KERNEL_NONE) {
+            out.push_back({b.name, b.name, defaults});
+            continue;
+        }
+        for (const simd::Kernels *k : simd::supported(simd::cpu_features())) {
+            um_params_t p = defaults;
+            p.kernel = k->name;
+            out.push_back({b.name, std::string(b.name) + "@" + k->name, p});
+        }
+        um_params_t p = defaults;
+        p.kernel = simd::best(simd::cpu_features()).name;
+        p.compact_threshold = 1.0;
+        out.push_back({b.name, std::string(b.name) + "@" + p.kernel + ",no-compaction", p});
+    }
+    return out;
 }
 
 } // namespace
@@ -118,24 +160,53 @@ RunResult run_mix(const std::string &backend, const Mix &mix, uint64_t seed, uin
 TEST_CASE("every backend matches the reference model on random sequences", "[differential]") {
     const Options &opt = options();
     const std::vector<Mix> mixes = standard_mixes();
-    for (const Backend &b : backends()) {
-        DYNAMIC_SECTION("backend " << b.name) {
+    for (const Variant &v : variants()) {
+        DYNAMIC_SECTION("backend " << v.label) {
+            const auto start = std::chrono::steady_clock::now();
             uint64_t total = 0;
             uint64_t matches = 0;
+            uint64_t false_positives = 0;
+            uint64_t compactions = 0;
+            uint64_t kernel = UM_KERNEL_NONE;
             for (size_t m = 0; m < mixes.size(); ++m) {
                 const uint64_t ops = opt.ops / mixes.size() + (m < opt.ops % mixes.size() ? 1 : 0);
-                const RunResult r = run_mix(b.name, mixes[m], opt.seed + m, ops);
+                const RunResult r = run_mix(v.backend, v.params, mixes[m], opt.seed + m, ops);
                 INFO(r.first_difference);
                 REQUIRE(r.first_difference.empty());
                 // The mix must really reach its depth, or "deep queues" are not tested.
                 CHECK(r.max_depth >= std::min<uint64_t>(mixes[m].max_depth, ops / 8));
                 total += r.ops;
                 matches += r.matches;
+                false_positives += r.false_positives;
+                compactions += r.compactions;
+                kernel = r.kernel;
             }
             CHECK(total == opt.ops);
             CHECK(matches > total / 4);
-            std::cout << b.name << ": " << total << " operations, " << matches
-                      << " matches, 0 differences from the model\n";
+            std::cout << v.label << ": " << total << " operations, " << matches
+                      << " matches, 0 differences from the model";
+            if (kernel != UM_KERNEL_NONE) {
+                // The runs must meet what they are there to test: the kernel
+                // asked for, colliding fast keys, and compaction when it is on.
+                if (v.params.kernel != nullptr) {
+                    CHECK(std::string(um_kernel_name(static_cast<um_kernel_t>(kernel))) ==
+                          v.params.kernel);
+                }
+                if (v.backend.rfind("fuzzy", 0) == 0 && opt.ops >= 100000) {
+                    CHECK(false_positives > 0);
+                }
+                if (v.params.compact_threshold < 1.0 && opt.ops >= 100000) {
+                    CHECK(compactions > 0);
+                } else {
+                    CHECK(compactions == 0);
+                }
+                std::cout << " (kernel " << um_kernel_name(static_cast<um_kernel_t>(kernel))
+                          << ", false positives " << false_positives << ", compactions "
+                          << compactions << ")";
+            }
+            std::cout << ", "
+                      << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                      << " s\n";
         }
     }
 }

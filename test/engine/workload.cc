@@ -10,6 +10,9 @@ std::vector<Mix> standard_mixes() {
         {"deep",             64,  32,  1000, 0.05, 0.05,  0.05, 0.001, 3000},
         {"collective",       32,  32,  8,   0.10,  0.30,  0.50, 0.002, 256},
         {"one-peer",         4,   1,   64,  0.20,  0.20,  0.10, 0.002, 1024},
+        // Sources and tags below 512: many (source, tag) pairs share a fuzzy
+        // fast key (xor folds, the 8 low tag bits), collective tags among them.
+        {"fuzzy-collisions", 512, 512, 512, 0.10,  0.10,  0.20, 0.002, 2048},
     };
 }
 
