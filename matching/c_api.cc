@@ -142,4 +142,12 @@ int um_kernel_select(const char *request, um_kernel_t *kernel, int *fell_back, c
     }
 }
 
+int um_engine_collective_begin(um_engine_t *engine, const um_hint_t *hint) {
+    return hint != nullptr ? engine->impl->collective_begin(*hint) : UM_ERR_ARG;
+}
+
+int um_engine_collective_end(um_engine_t *engine, const um_hint_t *hint) {
+    return hint != nullptr ? engine->impl->collective_end(*hint) : UM_ERR_ARG;
+}
+
 } // extern "C"

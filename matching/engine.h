@@ -53,6 +53,9 @@ public:
     int mprobe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out);
     // *removed: the receive was queued and is now removed (false: already matched).
     int cancel(int32_t source, int32_t tag, void *request, bool *removed);
+    // A collective call begins or ends (col backends' profiling; others ignore it).
+    int collective_begin(const um_hint_t &hint) { return collective_call(hint, true); }
+    int collective_end(const um_hint_t &hint) { return collective_call(hint, false); }
 
     um_stats_t stats() const;
     Snapshot snapshot() const;
@@ -76,6 +79,10 @@ protected:
     // Counters only some backends have (um_stats_t's SIMD fields); default: none.
     virtual void backend_stats(um_stats_t &) const {}
 
+    // Collective calls begun and ended (collective_begin/end); default: ignored.
+    virtual void do_collective_begin(const um_hint_t &) {}
+    virtual void do_collective_end(const um_hint_t &) {}
+
     // Sequence numbers for posting and arrival order, shared by all queues.
     uint64_t next_seq() { return ++seq_; }
 
@@ -87,6 +94,14 @@ private:
         return hint.coll == UM_COLL_NONE ? stats_.p2p : stats_.coll;
     }
     static void account(um_class_stats_t &c, const Found &f);
+
+    int collective_call(const um_hint_t &hint, bool begin) {
+        if (hint.coll == UM_COLL_NONE || hint.coll >= UM_COLL_COUNT) {
+            return UM_ERR_ARG;
+        }
+        begin ? do_collective_begin(hint) : do_collective_end(hint);
+        return UM_OK;
+    }
 
     const int32_t comm_size_;
     uint64_t seq_ = 0;

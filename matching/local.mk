@@ -26,3 +26,10 @@ matching_simd_libum_kernels_avx512_la_SOURCES = matching/simd/kernels_avx512.cc 
 matching_simd_libum_kernels_avx512_la_CXXFLAGS = $(AM_CXXFLAGS) -mavx512f -mavx512bw -mavx512vl -mavx512dq
 matching_libubermatch_matching_la_LIBADD = \
 	matching/simd/libum_kernels_avx2.la matching/simd/libum_kernels_avx512.la
+
+# The seed-000 backends: pnp, col and their compositions (colpnp, col+list, list+pnp).
+matching_libubermatch_matching_la_SOURCES += \
+	matching/element.h matching/smallmap.h \
+	matching/pnp.h matching/pnp.cc \
+	matching/col.h matching/col.cc \
+	matching/colpnp.h matching/colpnp.cc

@@ -1,6 +1,7 @@
 #include "matching/registry.h"
 
 #include "matching/bins.h"
+#include "matching/colpnp.h"
 #include "matching/fuzzy.h"
 #include "matching/list.h"
 #include "matching/perpeer.h"
@@ -18,6 +19,14 @@ int64_t checked(const char *param, int64_t value, int64_t lo, int64_t hi) {
                                     std::to_string(lo) + " .. " + std::to_string(hi));
     }
     return value;
+}
+
+// The seed-000 backends (colpnp.h), each checking the parameters it uses.
+std::unique_ptr<Engine> split(const char *name, int32_t n, const um_params_t &p, bool col, bool pnp) {
+    const int64_t theta = pnp ? checked("theta", p.theta, kMinTheta, kMaxTheta) : p.theta;
+    const int64_t k_c = col ? checked("k_c", p.k_c, kMinQueueFactor, kMaxQueueFactor) : p.k_c;
+    const int64_t k_p = pnp ? checked("k_p", p.k_p, kMinQueueFactor, kMaxQueueFactor) : p.k_p;
+    return make_split_engine(name, n, theta, k_c, k_p);
 }
 
 // Built on first use: callers may run during static initialisation.
@@ -52,6 +61,16 @@ const std::vector<Backend> &table() {
      [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
          return std::make_unique<FuzzyEngine<uint8_t>>(n, simd::simd_params(p));
      }},
+    {"pnp", "partner/non-partner queues for all elements (Ghazimirsaeed et al.)",
+     [](int32_t n, const um_params_t &p) { return split("pnp", n, p, false, true); }},
+    {"col", "profiled per-collective queues for collective elements, a list for the rest (Ghazimirsaeed et al.)",
+     [](int32_t n, const um_params_t &p) { return split("col", n, p, true, false); }},
+    {"colpnp", "profiled per-collective queues for collective elements, partner/non-partner queues for point-to-point (Ghazimirsaeed et al.)",
+     [](int32_t n, const um_params_t &p) { return split("colpnp", n, p, true, true); }},
+    {"col+list", "the paper's COL+LL: col's collective queues, one list for point-to-point (same as col)",
+     [](int32_t n, const um_params_t &p) { return split("col+list", n, p, true, false); }},
+    {"list+pnp", "the paper's LL+PNP: one list for collective elements, partner/non-partner queues for point-to-point",
+     [](int32_t n, const um_params_t &p) { return split("list+pnp", n, p, false, true); }},
     };
     return kBackends;
 }
@@ -76,6 +95,9 @@ um_params_t default_params() {
     p.bins = 256;
     p.kernel = "auto";
     p.compact_threshold = 0.5;
+    p.theta = 100;
+    p.k_c = 8;
+    p.k_p = 8;
     return p;
 }
 

@@ -115,6 +115,15 @@ typedef struct um_params {
     /* vector, fuzzy*: compact a queue when more than this fraction of its slots are
      * holes, 0 .. 1 (default 0.5; 1: never). */
     double compact_threshold;
+    /* pnp, colpnp, list+pnp: a queue holding theta elements gets partners, 1 .. 1048576
+     * (default 100). */
+    int64_t theta;
+    /* col, colpnp, col+list: dedicated collective queues per communicator are at most
+     * floor(k_c * sqrt(n)), 1 .. 1024 (default 8). */
+    int64_t k_c;
+    /* pnp, colpnp, list+pnp: dedicated partner/non-partner queues per communicator are at
+     * most floor(k_p * sqrt(n)), 1 .. 1024 (default 8). */
+    int64_t k_p;
 } um_params_t;
 
 typedef struct um_engine um_engine_t;
@@ -180,6 +189,16 @@ const char *um_kernel_names(void);
  * message naming the valid values in msg for an unknown name. */
 int um_kernel_select(const char *request, um_kernel_t *kernel, int *fell_back, char *msg,
                      size_t msglen);
+
+/* The calls of collective operations on the engine's communicator, for the
+ * col backends' profiling (the others ignore them): the first call of each
+ * (hint->coll, msg_size range, comm_size range) is profiled from its begin to
+ * its end, and while a call of a collective is open, that collective's
+ * elements count for the call's bucket whatever their own sizes. Without
+ * these calls, a bucket's first call ends when none of its elements is
+ * queued any more. UM_ERR_ARG: hint NULL or hint->coll not a collective. */
+int um_engine_collective_begin(um_engine_t *engine, const um_hint_t *hint);
+int um_engine_collective_end(um_engine_t *engine, const um_hint_t *hint);
 
 #ifdef __cplusplus
 }

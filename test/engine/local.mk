@@ -16,5 +16,8 @@ test_engine_unit_tests_LDADD = $(UM_ENGINE_TEST_LIBS)
 test_engine_differential_tests_SOURCES = test/engine/differential_tests.cc
 test_engine_differential_tests_LDADD = $(UM_ENGINE_TEST_LIBS)
 
+# Seed 000 (pnp, col, colpnp, col+list, list+pnp): partner promotion, levels, caps, profiling.
+test_engine_unit_tests_SOURCES += test/engine/seed000_tests.cc
+
 # Issue 5: the SIMD backends and kernels (vector, fuzzy32/16/8).
 test_engine_unit_tests_SOURCES += test/engine/simd_tests.cc

@@ -13,17 +13,37 @@ std::vector<Mix> standard_mixes() {
         // Sources and tags below 512: many (source, tag) pairs share a fuzzy
         // fast key (xor folds, the 8 low tag bits), collective tags among them.
         {"fuzzy-collisions", 512, 512, 512, 0.10,  0.10,  0.20, 0.002, 2048},
+        // seed 000: a few sources flood the queues past theta (partners); many
+        // collective calls whose hints recur (col's profiling and levels)
+        {"hot-sources",      128, 128, 32,  0.05,  0.05,  0.02, 0.001, 1500, 4, 0.6},
+        {"collective-calls", 64,  64,  8,   0.05,  0.10,  0.90, 0.001, 600,  0, 0.0, true},
     };
 }
 
 um_hint_t Workload::hint_for(int32_t tag) {
     um_hint_t h{};
     h.comm_size = static_cast<uint32_t>(mix_.comm_size);
+    if (mix_.call_hints) {
+        static const uint32_t kSizes[] = {8, 1024, 65536};
+        h.msg_size = kSizes[pick(3)];
+        if (tag < -1) {
+            h.coll = static_cast<uint16_t>(1 + (-tag) % (UM_COLL_COUNT - 1));
+        }
+        return h;
+    }
     h.msg_size = static_cast<uint32_t>(pick(1 << 16));
     if (tag < -1) {
         h.coll = static_cast<uint16_t>(1 + pick(UM_COLL_COUNT - 1));
     }
     return h;
+}
+
+// A point-to-point element's source, moved to a hot one in hot_share of the cases.
+int32_t Workload::skew(int32_t source) {
+    if (mix_.hot_sources > 0 && uniform() < mix_.hot_share) {
+        return pick(mix_.hot_sources);
+    }
+    return source;
 }
 
 void Workload::recv_key(int32_t &source, int32_t &tag) {
@@ -34,11 +54,17 @@ void Workload::recv_key(int32_t &source, int32_t &tag) {
     } else {
         tag = uniform() < mix_.any_tag ? UM_ANY_TAG : pick(mix_.tags);
     }
+    if (!coll && source != UM_ANY_SOURCE) {
+        source = skew(source);
+    }
 }
 
 void Workload::msg_key(int32_t &source, int32_t &tag) {
     source = pick(mix_.sources);
     tag = uniform() < mix_.collective ? -2 - pick(8) : pick(mix_.tags);
+    if (tag >= 0) {
+        source = skew(source);
+    }
 }
 
 void Workload::maybe_break(Op &op) {

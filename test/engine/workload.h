@@ -35,6 +35,11 @@ struct Mix {
     double collective;   // probability that an element is collective traffic
     double bad;          // probability of a malformed call
     size_t max_depth;    // beyond this, operations drain the deeper queue
+    // Seed 000 (left out: uniform sources, random hints):
+    int32_t hot_sources = 0; // the first hot_sources sources send and receive ...
+    double hot_share = 0.0;  // ... this share of the point-to-point elements
+    bool call_hints = false; // collective hints as the PML gives them: the collective a
+                             // function of the tag, message sizes from a few
 };
 
 std::vector<Mix> standard_mixes();
@@ -50,6 +55,7 @@ private:
     double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
     int32_t pick(int32_t n) { return std::uniform_int_distribution<int32_t>(0, n - 1)(rng_); }
     um_hint_t hint_for(int32_t tag);
+    int32_t skew(int32_t source);
     void recv_key(int32_t &source, int32_t &tag);
     void msg_key(int32_t &source, int32_t &tag);
     void maybe_break(Op &op);
