@@ -18,7 +18,7 @@ Hit<typename FuzzyEngine<K>::Block> FuzzyEngine<K>::find_message(int32_t source,
         const MaskedKey m = masked_key(source, tag);
         for (Block *b = unexpected_.head(); b != nullptr; b = b->next) {
             const uint64_t bits =
-                k_.msg_hits(b->src, b->tag, m.src_val, m.src_mask, m.tag_val, m.tag_mask) &
+                k_.msg_hits(b->src, b->tag, b->used, m.src_val, m.src_mask, m.tag_val, m.tag_mask) &
                 used_bits(b->used);
             if (bits != 0) {
                 const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
@@ -31,7 +31,7 @@ Hit<typename FuzzyEngine<K>::Block> FuzzyEngine<K>::find_message(int32_t source,
     }
     const K key = fast_key(source, tag);
     for (Block *b = unexpected_.head(); b != nullptr; b = b->next) {
-        for (uint64_t bits = hits_(b->key, key, key) & used_bits(b->used); bits != 0;
+        for (uint64_t bits = hits_(b->key, b->used, key, key) & used_bits(b->used); bits != 0;
              bits &= bits - 1) {
             const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
             if (b->src[i] == source && b->tag[i] == tag) {
@@ -50,7 +50,7 @@ Hit<typename FuzzyEngine<K>::Block> FuzzyEngine<K>::find_recv(int32_t source, in
                                                              uint32_t &inspected) {
     const K key = fast_key(source, tag);
     for (Block *b = posted_.head(); b != nullptr; b = b->next) {
-        for (uint64_t bits = hits_(b->key, key, kWild) & used_bits(b->used); bits != 0;
+        for (uint64_t bits = hits_(b->key, b->used, key, kWild) & used_bits(b->used); bits != 0;
              bits &= bits - 1) {
             const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
             if (recv_matches(b->src[i], b->tag[i], source, tag)) {

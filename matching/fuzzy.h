@@ -102,7 +102,7 @@ private:
         }
     };
 
-    using HitsFn = uint64_t (*)(const K *keys, K key, K wild);
+    using HitsFn = uint64_t (*)(const K *keys, unsigned n, K key, K wild);
     static HitsFn hits_of(const simd::Kernels &k) {
         if constexpr (sizeof(K) == 4) {
             return k.key32_hits;

@@ -11,7 +11,8 @@ Hit<VectorEngine::MsgBlock> VectorEngine::find_message(int32_t source, int32_t t
     const MaskedKey key = masked_key(source, tag);
     for (MsgBlock *b = unexpected_.head(); b != nullptr; b = b->next) {
         const uint64_t bits =
-            k_.msg_hits(b->src, b->tag, key.src_val, key.src_mask, key.tag_val, key.tag_mask) &
+            k_.msg_hits(b->src, b->tag, b->used, key.src_val, key.src_mask, key.tag_val,
+                        key.tag_mask) &
             used_bits(b->used);
         if (bits != 0) {
             const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
@@ -27,7 +28,7 @@ Hit<VectorEngine::RecvBlock> VectorEngine::find_recv(int32_t source, int32_t tag
                                                      uint32_t &inspected) const {
     for (RecvBlock *b = posted_.head(); b != nullptr; b = b->next) {
         const uint64_t bits =
-            k_.recv_hits(b->src_val, b->src_mask, b->tag_val, b->tag_mask, source, tag) &
+            k_.recv_hits(b->src_val, b->src_mask, b->tag_val, b->tag_mask, b->used, source, tag) &
             used_bits(b->used);
         if (bits != 0) {
             const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));

@@ -16,11 +16,11 @@ uint64_t bits32(__m256i eq) {
 }
 
 uint64_t recv_hits(const int32_t *src_val, const int32_t *src_mask, const int32_t *tag_val,
-                   const int32_t *tag_mask, int32_t src, int32_t tag) {
+                   const int32_t *tag_mask, unsigned n, int32_t src, int32_t tag) {
     const __m256i s = _mm256_set1_epi32(src);
     const __m256i t = _mm256_set1_epi32(tag);
     uint64_t bits = 0;
-    for (unsigned i = 0; i < kSlots; i += 8) {
+    for (unsigned i = 0; i < n; i += 8) {
         const __m256i es = _mm256_cmpeq_epi32(_mm256_and_si256(s, load(src_mask + i)), load(src_val + i));
         const __m256i et = _mm256_cmpeq_epi32(_mm256_and_si256(t, load(tag_mask + i)), load(tag_val + i));
         bits |= bits32(_mm256_and_si256(es, et)) << i;
@@ -28,14 +28,14 @@ uint64_t recv_hits(const int32_t *src_val, const int32_t *src_mask, const int32_
     return bits;
 }
 
-uint64_t msg_hits(const int32_t *src, const int32_t *tag, int32_t src_val, int32_t src_mask,
-                  int32_t tag_val, int32_t tag_mask) {
+uint64_t msg_hits(const int32_t *src, const int32_t *tag, unsigned n, int32_t src_val,
+                  int32_t src_mask, int32_t tag_val, int32_t tag_mask) {
     const __m256i sv = _mm256_set1_epi32(src_val);
     const __m256i sm = _mm256_set1_epi32(src_mask);
     const __m256i tv = _mm256_set1_epi32(tag_val);
     const __m256i tm = _mm256_set1_epi32(tag_mask);
     uint64_t bits = 0;
-    for (unsigned i = 0; i < kSlots; i += 8) {
+    for (unsigned i = 0; i < n; i += 8) {
         const __m256i es = _mm256_cmpeq_epi32(_mm256_and_si256(load(src + i), sm), sv);
         const __m256i et = _mm256_cmpeq_epi32(_mm256_and_si256(load(tag + i), tm), tv);
         bits |= bits32(_mm256_and_si256(es, et)) << i;
@@ -43,11 +43,11 @@ uint64_t msg_hits(const int32_t *src, const int32_t *tag, int32_t src_val, int32
     return bits;
 }
 
-uint64_t key8_hits(const uint8_t *keys, uint8_t key, uint8_t wild) {
+uint64_t key8_hits(const uint8_t *keys, unsigned n, uint8_t key, uint8_t wild) {
     const __m256i k = _mm256_set1_epi8(static_cast<char>(key));
     const __m256i w = _mm256_set1_epi8(static_cast<char>(wild));
     uint64_t bits = 0;
-    for (unsigned i = 0; i < kSlots; i += 32) {
+    for (unsigned i = 0; i < n; i += 32) {
         const __m256i v = load(keys + i);
         const __m256i eq = _mm256_or_si256(_mm256_cmpeq_epi8(v, k), _mm256_cmpeq_epi8(v, w));
         bits |= uint64_t{static_cast<uint32_t>(_mm256_movemask_epi8(eq))} << i;
@@ -55,11 +55,11 @@ uint64_t key8_hits(const uint8_t *keys, uint8_t key, uint8_t wild) {
     return bits;
 }
 
-uint64_t key16_hits(const uint16_t *keys, uint16_t key, uint16_t wild) {
+uint64_t key16_hits(const uint16_t *keys, unsigned n, uint16_t key, uint16_t wild) {
     const __m256i k = _mm256_set1_epi16(static_cast<short>(key));
     const __m256i w = _mm256_set1_epi16(static_cast<short>(wild));
     uint64_t bits = 0;
-    for (unsigned i = 0; i < kSlots; i += 32) {
+    for (unsigned i = 0; i < n; i += 32) {
         const __m256i a = load(keys + i);
         const __m256i b = load(keys + i + 16);
         const __m256i ea = _mm256_or_si256(_mm256_cmpeq_epi16(a, k), _mm256_cmpeq_epi16(a, w));
@@ -72,11 +72,11 @@ uint64_t key16_hits(const uint16_t *keys, uint16_t key, uint16_t wild) {
     return bits;
 }
 
-uint64_t key32_hits(const uint32_t *keys, uint32_t key, uint32_t wild) {
+uint64_t key32_hits(const uint32_t *keys, unsigned n, uint32_t key, uint32_t wild) {
     const __m256i k = _mm256_set1_epi32(static_cast<int>(key));
     const __m256i w = _mm256_set1_epi32(static_cast<int>(wild));
     uint64_t bits = 0;
-    for (unsigned i = 0; i < kSlots; i += 8) {
+    for (unsigned i = 0; i < n; i += 8) {
         const __m256i v = load(keys + i);
         bits |= bits32(_mm256_or_si256(_mm256_cmpeq_epi32(v, k), _mm256_cmpeq_epi32(v, w))) << i;
     }
