@@ -9,8 +9,11 @@
 #include <benchmark/benchmark.h>
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "matching/registry.h"
+#include "matching/simd/dispatch.h"
 
 using namespace ubermatch;
 
@@ -32,10 +35,19 @@ void check(int rc) {
     }
 }
 
-void BM_arrive(benchmark::State &state, const char *backend) {
+// A backend, or a SIMD backend with one kernel ("vector@avx2").
+struct Variant {
+    std::string name;
+    std::string backend;
+    um_params_t params;
+};
+
+std::unique_ptr<Engine> make(const Variant &v) { return make_engine(v.backend, kCommSize, v.params); }
+
+void BM_arrive(benchmark::State &state, const Variant &v) {
     const int64_t sources = state.range(0);
     const int64_t depth = state.range(1);
-    auto e = make_engine(backend, kCommSize, default_params());
+    auto e = make(v);
     const um_hint_t hint{};
     um_match_t m{};
     int32_t src = 0;
@@ -60,10 +72,10 @@ void BM_arrive(benchmark::State &state, const char *backend) {
     state.counters["bytes"] = static_cast<double>(e->stats().bytes);
 }
 
-void BM_post_recv(benchmark::State &state, const char *backend) {
+void BM_post_recv(benchmark::State &state, const Variant &v) {
     const int64_t sources = state.range(0);
     const int64_t depth = state.range(1);
-    auto e = make_engine(backend, kCommSize, default_params());
+    auto e = make(v);
     const um_hint_t hint{};
     um_match_t m{};
     int32_t src = 0;
@@ -88,6 +100,71 @@ void BM_post_recv(benchmark::State &state, const char *backend) {
     state.counters["bytes"] = static_cast<double>(e->stats().bytes);
 }
 
+// holes/<backend>/compact:C/live:L: L long-lived receives, each the last of
+// a block of 64 whose 63 others were matched (compact:0, compaction off: L
+// blocks of 63 holes; compact:1, the default threshold: packed), then the
+// arrive of benchmark arrive, matching a receive posted after them all.
+void BM_holes(benchmark::State &state, const Variant &v) {
+    const bool compact = state.range(0) != 0;
+    const int64_t live = state.range(1);
+    um_params_t p = v.params;
+    p.compact_threshold = compact ? default_params().compact_threshold : 1.0;
+    auto e = make_engine(v.backend, kCommSize, p);
+    const um_hint_t hint{};
+    um_match_t m{};
+    for (int64_t i = 0; i < live * 64; ++i) {
+        check(e->post_recv(0, static_cast<int32_t>(1 + i), hint, h(uintptr_t(i) + 1), &m));
+    }
+    for (int64_t i = 0; i < live * 64; ++i) {
+        if (i % 64 != 63) {
+            check(e->arrive(0, static_cast<int32_t>(1 + i), hint, h(2), &m));
+        }
+    }
+    void *const req = h(1u << 30);
+    check(e->post_recv(0, 0, hint, req, &m));
+    for (auto _ : state) {
+        e->arrive(0, 0, hint, h(2), &m);
+        benchmark::DoNotOptimize(m.handle);
+        e->post_recv(0, 0, hint, req, &m);
+    }
+    e->arrive(0, 0, hint, h(2), &m);
+    if (m.handle != req) {
+        state.SkipWithError("the last posted receive did not match");
+    }
+    const um_stats_t s = e->stats();
+    state.counters["inspected"] = m.inspected;
+    state.counters["blocks"] = static_cast<double>(s.blocks);
+    state.counters["holes"] = static_cast<double>(s.holes);
+    state.counters["bytes"] = static_cast<double>(s.bytes);
+}
+
+// memory/<backend>: bytes of an empty engine of 1024 processes, its growth
+// per peer (from 1 to 1024 processes, empty), and per queued element (8192
+// receives and 8192 messages, spread over 1024 sources, no match).
+void BM_memory(benchmark::State &state, const Variant &v) {
+    constexpr int64_t kElements = 8192;
+    const um_hint_t hint{};
+    um_match_t m{};
+    auto one = make_engine(v.backend, 1, v.params);
+    auto e = make(v);
+    const auto empty = static_cast<double>(e->stats().bytes);
+    const auto per_peer = (empty - static_cast<double>(one->stats().bytes)) / (kCommSize - 1);
+    for (int64_t i = 0; i < kElements; ++i) {
+        int32_t src = 0;
+        int32_t tag = 0;
+        filler_key(kCommSize, i, src, tag);
+        check(e->post_recv(src, tag, hint, h(uintptr_t(i) + 1), &m));
+        check(e->arrive(src, -tag - 1, hint, h(uintptr_t(i) + 1), &m)); // a collective tag: no match
+    }
+    const auto full = static_cast<double>(e->stats().bytes);
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(full);
+    }
+    state.counters["bytes_empty"] = empty;
+    state.counters["bytes_per_peer"] = per_peer;
+    state.counters["bytes_per_element"] = (full - empty) / (2 * kElements);
+}
+
 void depths(benchmark::internal::Benchmark *b) {
     for (int64_t sources : {1, 1024}) {
         for (int64_t depth : {1, 16, 128, 1024, 8192}) {
@@ -97,14 +174,67 @@ void depths(benchmark::internal::Benchmark *b) {
     b->ArgNames({"sources", "depth"});
 }
 
+void one_source_depths(benchmark::internal::Benchmark *b) {
+    for (int64_t depth : {1, 16, 128, 1024, 8192}) {
+        b->Args({1, depth});
+    }
+    b->ArgNames({"sources", "depth"});
+}
+
+void hole_shapes(benchmark::internal::Benchmark *b) {
+    for (int64_t compact : {0, 1}) {
+        for (int64_t live : {16, 128}) {
+            b->Args({compact, live});
+        }
+    }
+    b->ArgNames({"compact", "live"});
+}
+
+bool is_simd(const char *backend) {
+    return make_engine(backend, 1, default_params())->stats().kernel != UM_KERNEL_NONE;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+    // Every backend as configured by default (the SIMD ones with the kernel
+    // "auto" picks), then the SIMD ones with each other kernel this CPU runs.
+    static std::vector<Variant> variants; // the benchmarks keep references
+    std::vector<Variant> other_kernels;
+    const auto kernels = simd::supported(simd::cpu_features());
     for (const Backend &b : backends()) {
-        benchmark::RegisterBenchmark((std::string("arrive/") + b.name).c_str(), BM_arrive, b.name)
-            ->Apply(depths);
-        benchmark::RegisterBenchmark((std::string("post_recv/") + b.name).c_str(), BM_post_recv, b.name)
-            ->Apply(depths);
+        variants.push_back({b.name, b.name, default_params()});
+        if (!is_simd(b.name)) {
+            continue;
+        }
+        for (size_t k = 1; k < kernels.size(); ++k) {
+            um_params_t p = default_params();
+            p.kernel = kernels[k]->name;
+            other_kernels.push_back({std::string(b.name) + "@" + p.kernel, b.name, p});
+        }
+    }
+    const size_t defaults = variants.size();
+    variants.insert(variants.end(), other_kernels.begin(), other_kernels.end());
+
+    for (size_t i = 0; i < variants.size(); ++i) {
+        const Variant &v = variants[i];
+        if (i >= defaults) { // the kernels compared on one panel: arrive, one source
+            benchmark::RegisterBenchmark(("arrive/" + v.name).c_str(), BM_arrive, v)
+                ->Apply(one_source_depths);
+            continue;
+        }
+        benchmark::RegisterBenchmark(("arrive/" + v.name).c_str(), BM_arrive, v)->Apply(depths);
+        benchmark::RegisterBenchmark(("post_recv/" + v.name).c_str(), BM_post_recv, v)->Apply(depths);
+    }
+    for (size_t i = 0; i < defaults; ++i) {
+        if (is_simd(variants[i].backend.c_str())) {
+            benchmark::RegisterBenchmark(("holes/" + variants[i].name).c_str(), BM_holes, variants[i])
+                ->Apply(hole_shapes);
+        }
+    }
+    for (size_t i = 0; i < defaults; ++i) {
+        benchmark::RegisterBenchmark(("memory/" + variants[i].name).c_str(), BM_memory, variants[i])
+            ->Iterations(1);
     }
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
