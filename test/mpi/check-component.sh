@@ -21,11 +21,14 @@ check() { # description, command...
 }
 
 info=$(ompi_info --param pml ubermatch --level 9 2>&1)
-for param in backend bins verbose print_stats ucx_tls ucx_rndv_thresh priority; do
+for param in backend bins kernel compact_threshold theta k_c k_p verbose print_stats ucx_tls ucx_rndv_thresh priority; do
     check "ompi_info lists pml_ubermatch_$param" grep -q "parameter \"pml_ubermatch_$param\"" <<<"$info"
 done
 check "ompi_info names the valid backends" grep -qF "Valid values: $backends" <<<"$info"
 check "ompi_info lists the pvars" grep -q 'performance "pml_ubermatch_posted_length"' <<<"$info"
+check "ompi_info lists the false-positive pvar" grep -q 'performance "pml_ubermatch_false_positives"' <<<"$info"
+check "ompi_info reports the SIMD kernel of this CPU" grep -Eq 'informational "pml_ubermatch_kernel_detected" \(current value: "(avx512|avx2|scalar)"' <<<"$info"
+check "ompi_info names the valid kernels" grep -qF "Valid values: auto, avx512, avx2, scalar" <<<"$info"
 
 # An unknown backend aborts start-up and names the valid ones.
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend hashmap "$program" 2>&1)
@@ -38,6 +41,12 @@ out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend bi
 rc=$?
 check "bins = 0 fails start-up" test $rc -ne 0
 check "bins = 0 names the valid range" grep -q "bins = 0 is out of range; valid values are 1 .. 1048576" <<<"$out"
+
+# An unknown SIMD kernel is refused whatever the backend, with the valid ones.
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_kernel sse9 "$program" 2>&1)
+rc=$?
+check "unknown kernel fails start-up" test $rc -ne 0
+check "unknown kernel names the valid ones" grep -qF "unknown kernel 'sse9'; valid kernels are: auto, avx512, avx2, scalar" <<<"$out"
 
 # A good setting runs.
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend bins --mca pml_ubermatch_bins 7 "$program" 2>&1)

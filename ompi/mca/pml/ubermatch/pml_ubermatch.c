@@ -69,7 +69,22 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     config.backend = cfg->backend;
     um_params_init(&config.params);
     config.params.bins = cfg->bins;
+    config.params.kernel = cfg->kernel;
+    config.params.compact_threshold = cfg->compact_threshold;
+    config.params.theta = cfg->theta;
+    config.params.k_c = cfg->k_c;
+    config.params.k_p = cfg->k_p;
     config.thread_multiple = enable_mpi_threads;
+    {
+        /* Checked whatever the backend, so that a typo never passes unseen. */
+        um_kernel_t kernel;
+        int fell_back;
+        if (UM_OK != um_kernel_select(cfg->kernel, &kernel, &fell_back, err, sizeof(err))) {
+            opal_output(0, "pml_ubermatch: cannot start (pml_ubermatch_kernel = %s): %s",
+                        cfg->kernel, err);
+            return OMPI_ERR_BAD_PARAM;
+        }
+    }
     config.ucx_tls = (NULL != cfg->ucx_tls && '\0' != cfg->ucx_tls[0]) ? cfg->ucx_tls : NULL;
     config.ucx_rndv_thresh =
         (NULL != cfg->ucx_rndv_thresh && '\0' != cfg->ucx_rndv_thresh[0]) ? cfg->ucx_rndv_thresh
@@ -98,9 +113,19 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
         goto fail;
     }
     opal_progress_register(mca_pml_ubermatch_progress);
-    PML_UM_VERBOSE(1, "backend %s, %s threads, UCX transports %s", config.backend,
-                   enable_mpi_threads ? "multiple" : "single",
-                   config.ucx_tls != NULL ? config.ucx_tls : "(UCX default)");
+    {
+        um_kernel_t kernel = UM_KERNEL_NONE;
+        int fell_back = 0;
+        char msg[256];
+        if (UM_OK == um_kernel_select(cfg->kernel, &kernel, &fell_back, msg, sizeof(msg)) &&
+            fell_back && 0 == OMPI_PROC_MY_NAME->vpid) {
+            opal_output(0, "pml_ubermatch: warning: %s", msg);
+        }
+        PML_UM_VERBOSE(1, "backend %s, SIMD kernel %s, %s threads, UCX transports %s",
+                       config.backend, um_kernel_name(kernel),
+                       enable_mpi_threads ? "multiple" : "single",
+                       config.ucx_tls != NULL ? config.ucx_tls : "(UCX default)");
+    }
     return OMPI_SUCCESS;
 
 fail:
@@ -258,6 +283,15 @@ static void print_stats(struct ompi_communicator_t *comm)
             (double) inspected / (double) searches, (unsigned long long) deepest,
             (unsigned long long) s.posted_max, (unsigned long long) s.unexpected_max,
             (unsigned long long) s.queues, (unsigned long long) s.bytes);
+    if (UM_KERNEL_NONE != s.kernel) {
+        fprintf(stderr,
+                "[ubermatch] rank %u, %s: SIMD kernel %s, %llu false positives, %llu blocks, "
+                "%llu holes, %llu compactions\n",
+                (unsigned) OMPI_PROC_MY_NAME->vpid, comm->c_name,
+                um_kernel_name((um_kernel_t) s.kernel), (unsigned long long) s.false_positives,
+                (unsigned long long) s.blocks, (unsigned long long) s.holes,
+                (unsigned long long) s.compactions);
+    }
 }
 
 int mca_pml_ubermatch_del_comm(struct ompi_communicator_t *comm)

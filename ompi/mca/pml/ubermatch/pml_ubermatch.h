@@ -25,6 +25,12 @@ typedef struct mca_pml_ubermatch_config {
     int priority;
     char *backend;      /* name of the engine backend */
     int bins;           /* engine parameter of `bins` */
+    char *kernel;       /* SIMD kernel of vector/fuzzy*: auto, avx512, avx2, scalar */
+    double compact_threshold; /* vector/fuzzy*: hole fraction that compacts a queue */
+    int theta;          /* pnp: queue length that makes partners */
+    int k_c;            /* col: at most k_c * sqrt(n) collective queues */
+    int k_p;            /* pnp: at most k_p * sqrt(n) partner queues */
+    char *kernel_detected; /* read-only: what "auto" picks on this CPU */
     int verbose;
     bool print_stats;   /* one line of engine statistics per communicator, when freed */
     char *ucx_tls;      /* UCX_TLS for our worker; NULL: UCX's default */

@@ -84,6 +84,53 @@ static int mca_pml_ubermatch_component_register(void)
                         "Hash bins of the `bins` engine, per communicator (1 .. 1048576)",
                         OPAL_INFO_LVL_4, &cfg->bins);
 
+    cfg->kernel = "auto";
+    {
+        static char help[256];
+        snprintf(help, sizeof(help),
+                 "SIMD kernel of the vector and fuzzy* engines. Valid values: %s (auto: the best "
+                 "this CPU runs; one it cannot run falls back to that, with a warning)",
+                 um_kernel_names());
+        (void) mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version,
+                                               "kernel", help, MCA_BASE_VAR_TYPE_STRING, NULL, 0,
+                                               0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+                                               &cfg->kernel);
+    }
+    {
+        um_kernel_t best = UM_KERNEL_NONE;
+        int fell_back = 0;
+        char msg[256];
+        (void) um_kernel_select("auto", &best, &fell_back, msg, sizeof(msg));
+        cfg->kernel_detected = (char *) um_kernel_name(best);
+        (void) mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version,
+                                               "kernel_detected",
+                                               "The SIMD kernel `auto` picks on this CPU "
+                                               "(read-only)",
+                                               MCA_BASE_VAR_TYPE_STRING, NULL, 0,
+                                               MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
+                                               MCA_BASE_VAR_SCOPE_CONSTANT, &cfg->kernel_detected);
+    }
+    cfg->compact_threshold = defaults.compact_threshold;
+    (void) mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version,
+                                           "compact_threshold",
+                                           "vector and fuzzy* engines: compact a queue when more "
+                                           "than this fraction of its slots are holes (0 .. 1; 1: "
+                                           "never)",
+                                           MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &cfg->compact_threshold);
+    cfg->theta = (int) defaults.theta;
+    (void) register_int("theta", "pnp, colpnp, list+pnp engines: a queue of theta elements makes "
+                        "partners of the sources above the average (1 .. 1048576)",
+                        OPAL_INFO_LVL_4, &cfg->theta);
+    cfg->k_c = (int) defaults.k_c;
+    (void) register_int("k_c", "col, colpnp, col+list engines: at most k_c * sqrt(n) collective "
+                        "queues per communicator of n processes (1 .. 1024)",
+                        OPAL_INFO_LVL_4, &cfg->k_c);
+    cfg->k_p = (int) defaults.k_p;
+    (void) register_int("k_p", "pnp, colpnp, list+pnp engines: at most k_p * sqrt(n) partner "
+                        "queues per communicator of n processes (1 .. 1024)",
+                        OPAL_INFO_LVL_4, &cfg->k_p);
+
     cfg->verbose = 0;
     (void) register_int("verbose", "Verbosity of the ubermatch PML (0: errors only, 1: "
                         "start-up and statistics, 2: connections and communicators)",

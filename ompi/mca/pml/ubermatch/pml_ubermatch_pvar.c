@@ -30,6 +30,12 @@ static const pvar_def_t pvars[] = {
      MPI_T_PVAR_CLASS_HIGHWATERMARK},
     {"queues", "Queues the matching engine has allocated", MPI_T_PVAR_CLASS_SIZE},
     {"bytes", "Bytes held by the matching engine's structures", MPI_T_PVAR_CLASS_SIZE},
+    {"false_positives", "fuzzy* engines: fast-key hits refuted by the full (source, tag)",
+     MPI_T_PVAR_CLASS_COUNTER},
+    {"blocks", "vector and fuzzy* engines: blocks of both queues", MPI_T_PVAR_CLASS_SIZE},
+    {"holes", "vector and fuzzy* engines: slots of removed elements not yet given back",
+     MPI_T_PVAR_CLASS_SIZE},
+    {"compactions", "vector and fuzzy* engines: hole compactions", MPI_T_PVAR_CLASS_COUNTER},
 };
 
 static unsigned long long pvar_value(size_t which, const um_stats_t *s)
@@ -45,7 +51,11 @@ static unsigned long long pvar_value(size_t which, const um_stats_t *s)
     case 7: return s->p2p.max_inspected > s->coll.max_inspected ? s->p2p.max_inspected
                                                                 : s->coll.max_inspected;
     case 8: return s->queues;
-    default: return s->bytes;
+    case 9: return s->bytes;
+    case 10: return s->false_positives;
+    case 11: return s->blocks;
+    case 12: return s->holes;
+    default: return s->compactions;
     }
 }
 
