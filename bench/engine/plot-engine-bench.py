@@ -117,7 +117,7 @@ def main():
         for op, sources in panels:
             for base, backend in pairs:
                 cells = ratio_cells(series, op, sources, base, backend, {1, 1024, 8192})
-                print(f"  {op:9} sources {sources:4} {base}/{backend:8} " + "  ".join(cells))
+                print(f"  {op:9} sources {sources:4} {base + '/' + backend:15} " + "  ".join(cells))
 
     variants = sorted({k[2] for k in series if "@" in k[2]})
     if variants:
