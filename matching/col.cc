@@ -46,7 +46,9 @@ uint64_t ColSide::heap_bytes() const {
 }
 
 ColPart::ColPart(int32_t comm_size, int64_t k)
-    : comm_size_(static_cast<uint32_t>(comm_size)), budget_{queue_cap(k, comm_size), 0} {
+    : comm_size_(static_cast<uint32_t>(comm_size)),
+      profile_window_(std::max<uint64_t>(16, 4 * static_cast<uint64_t>(comm_size))),
+      budget_{queue_cap(k, comm_size), 0} {
     call_bucket_.fill(kNoBucket);
 }
 

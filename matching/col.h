@@ -12,8 +12,9 @@
 // level; a search covers pq, then the levels in order.
 //
 // Where the paper is silent or would break MPI order (README, "Seed 000
-// backends"): a call's bucket is profiled until none of its elements is
-// queued any more, unless the caller marks calls with collective_begin/end;
+// backends"): a bucket's first call lasts until none of its elements is
+// queued any more or it has made 4 searches per rank, unless the caller marks
+// calls with collective_begin/end;
 // a search keeps the earliest candidate of pq and the levels by sequence
 // number (pq can hold elements newer than those of a level); ANY_SOURCE
 // receives wait in a queue of their own; and all elements with one tag are
@@ -179,8 +180,7 @@ public:
         unexpected_.push(e, slot, e->bucket != kNoBucket);
     }
 
-    // End of an operation: the first call of its bucket is over when none of
-    // the bucket's elements is left (unless calls are marked explicitly).
+    // End of an operation: maybe the end of its bucket's first call.
     void done() {
         if (cur_ != kNoBucket) {
             maybe_end(buckets_[cur_]);
@@ -295,8 +295,12 @@ private:
         pool.put(e);
     }
 
-    static void maybe_end(Bucket &b) {
-        if (b.phase == kProfiling && !b.explicit_calls && b.live == 0) {
+    // Without explicit calls, a first call is over when none of its elements
+    // is queued any more, or after 4 searches per rank (more than one call of
+    // most algorithms makes; calls that overlap the next keep elements queued).
+    void maybe_end(Bucket &b) const {
+        if (b.phase == kProfiling && !b.explicit_calls &&
+            (b.live == 0 || b.searches[0] + b.searches[1] >= profile_window_)) {
             b.phase = kProfiled;
         }
     }
@@ -304,6 +308,7 @@ private:
     void decide(Bucket &b);
 
     const uint32_t comm_size_;
+    const uint64_t profile_window_; // searches after which an implicit first call ends
     QueueBudget budget_;
     ColSide posted_;
     ColSide unexpected_;

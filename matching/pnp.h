@@ -70,7 +70,11 @@ public:
         }
         PeerQueue &q = np_.empty() ? initial_ : queues_[np_.back()];
         q.push_back(e);
-        if (++since_check_ >= theta_ && q.size() >= theta_ && !exhausted_) {
+        // At theta; after a check that found no partner, again once the queue
+        // has taken theta more (a quarter of its length when that is more: a
+        // check costs a pass over the queue).
+        if (++since_check_ >= theta_ && q.size() >= theta_ && !exhausted_ &&
+            since_check_ >= q.size() / 4) {
             extract_partners();
         }
     }
@@ -106,7 +110,7 @@ private:
     std::vector<PeerQueue> queues_; // dedicated: partner queues and non-partner queues
     std::vector<uint32_t> np_;      // the non-partner queue of each level, in level order
     SmallMap<Partner> partners_;
-    uint32_t since_check_ = 0;      // pushes to the non-partner queue since the last extraction
+    size_t since_check_ = 0;        // pushes to the non-partner queue since the last check
     bool exhausted_ = false;        // budget spent: no more levels
 };
 

@@ -338,6 +338,24 @@ TEST_CASE("seed 000: col profiles a bucket's first call and sizes its next level
     }
 }
 
+TEST_CASE("seed 000: a first call that never drains ends after 4 searches per rank", "[seed000]") {
+    for (const std::string &name : kWithCol) {
+        DYNAMIC_SECTION(name) {
+            Driver d(name, 8); // window: max(16, 4 * 8) = 32 searches
+            const um_hint_t r = coll_hint(UM_COLL_REDUCE, 512);
+            for (int32_t i = 0; i < 31; ++i) {
+                d.post(1 + i % 7, -23, 1, r); // never matched: the bucket's elements stay queued
+            }
+            CHECK(d.col().phase(r) == ColPart::kProfiling);
+            d.arrive(0, -23, 100, r); // the 32nd search, past all 31 receives
+            CHECK(d.col().phase(r) == ColPart::kProfiled);
+            CHECK(d.e->stats().queues == make_engine(name, 8, default_params())->stats().queues);
+            d.post(1, -23, 1, r); // its next call: a level for the arrival's 31, capped at 22
+            CHECK(d.col().posted().level_queues(UM_COLL_REDUCE) == std::vector<uint32_t>{22});
+        }
+    }
+}
+
 TEST_CASE("seed 000: col keeps MPI order between pq and the levels", "[seed000]") {
     for (const std::string &name : kWithCol) {
         DYNAMIC_SECTION(name) {
