@@ -48,6 +48,7 @@ struct RunResult {
     uint64_t false_positives = 0; // SIMD backends: at the end of the run
     uint64_t compactions = 0;
     uint64_t kernel = UM_KERNEL_NONE;
+    uint64_t queues_grown = 0; // most queues allocated beyond the initial ones (adaptive backends)
     std::string first_difference; // empty: none
 };
 
@@ -97,6 +98,7 @@ RunResult run_mix(const std::string &backend, const um_params_t &params, const M
         res.matches += want != nullptr;
         const um_stats_t s = engine->stats();
         res.max_depth = std::max<uint64_t>(res.max_depth, std::max(s.posted_len, s.unexpected_len));
+        res.queues_grown = std::max<uint64_t>(res.queues_grown, s.queues - std::min(s.queues, first.queues));
         const bool lengths_ok = s.posted_len == model.posted().size() &&
                                 s.unexpected_len == model.unexpected().size();
         bool queues_ok = true;
@@ -168,6 +170,7 @@ TEST_CASE("every backend matches the reference model on random sequences", "[dif
             uint64_t false_positives = 0;
             uint64_t compactions = 0;
             uint64_t kernel = UM_KERNEL_NONE;
+            uint64_t queues_grown = 0;
             for (size_t m = 0; m < mixes.size(); ++m) {
                 const uint64_t ops = opt.ops / mixes.size() + (m < opt.ops % mixes.size() ? 1 : 0);
                 const RunResult r = run_mix(v.backend, v.params, mixes[m], opt.seed + m, ops);
@@ -180,6 +183,7 @@ TEST_CASE("every backend matches the reference model on random sequences", "[dif
                 false_positives += r.false_positives;
                 compactions += r.compactions;
                 kernel = r.kernel;
+                queues_grown = std::max(queues_grown, r.queues_grown);
             }
             CHECK(total == opt.ops);
             CHECK(matches > total / 4);
@@ -203,6 +207,14 @@ TEST_CASE("every backend matches the reference model on random sequences", "[dif
                 std::cout << " (kernel " << um_kernel_name(static_cast<um_kernel_t>(kernel))
                           << ", false positives " << false_positives << ", compactions "
                           << compactions << ")";
+            }
+            if (queues_grown > 0) {
+                std::cout << ", queues allocated up to +" << queues_grown;
+            }
+            // Seed 000: the runs cross theta (pnp partners) and open col levels.
+            if (opt.ops >= 100000 && (v.backend.find("pnp") != std::string::npos ||
+                                      v.backend.rfind("col", 0) == 0)) {
+                CHECK(queues_grown > 0);
             }
             std::cout << ", "
                       << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
