@@ -14,12 +14,11 @@
 // Where the paper is silent or would break MPI order (README, "Seed 000
 // backends"): a bucket's first call lasts until none of its elements is
 // queued any more or it has made 4 searches per rank, unless the caller marks
-// calls with collective_begin/end;
-// a search keeps the earliest candidate of pq and the levels by sequence
-// number (pq can hold elements newer than those of a level); ANY_SOURCE
-// receives wait in a queue of their own; and all elements with one tag are
-// kept under one collective (the one named by the first of them still
-// queued), so that hints that disagree with each other cannot hide a match.
+// calls with collective_begin/end; a search keeps the earliest candidate of pq
+// and the levels by sequence number (pq can hold elements newer than those of
+// a level); ANY_SOURCE receives wait in a queue of their own; and all elements
+// with one tag are kept under one collective (the one named by the first of
+// them still queued), so that hints that disagree cannot hide a match.
 #ifndef UBERMATCH_MATCHING_COL_H
 #define UBERMATCH_MATCHING_COL_H
 
