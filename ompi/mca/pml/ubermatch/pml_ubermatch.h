@@ -82,6 +82,7 @@ int mca_pml_ubermatch_add_procs(struct ompi_proc_t **procs, size_t nprocs);
 int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs);
 int mca_pml_ubermatch_enable(bool enable);
 int mca_pml_ubermatch_progress(void);
+int mca_pml_ubermatch_ft_event(int state);
 int mca_pml_ubermatch_add_comm(struct ompi_communicator_t *comm);
 int mca_pml_ubermatch_del_comm(struct ompi_communicator_t *comm);
 
