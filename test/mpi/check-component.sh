@@ -48,6 +48,13 @@ rc=$?
 check "unknown kernel fails start-up" test $rc -ne 0
 check "unknown kernel names the valid ones" grep -qF "unknown kernel 'sse9'; valid kernels are: auto, avx512, avx2, scalar" <<<"$out"
 
+# Collective traffic reaches the engine as collective (negative tags give the hint),
+# and print_stats reports what each engine did.
+out=$(timeout 60 mpirun -np 3 --mca pml ubermatch --mca pml_ubermatch_print_stats 1 "$program" 2>&1)
+check "print_stats reports every rank's MPI_COMM_WORLD engine" test "$(grep -c 'MPI_COMM_WORLD (cid 0), engine' <<<"$out")" -eq 3
+check "collective messages carry the collective hint" grep -Eq '[1-9][0-9]* collective\)' <<<"$out"
+check "point-to-point messages carry none" grep -Eq '\([1-9][0-9]* p2p' <<<"$out"
+
 # A good setting runs.
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend bins --mca pml_ubermatch_bins 7 "$program" 2>&1)
 check "bins = 7 runs" test $? -eq 0
