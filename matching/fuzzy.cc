@@ -6,12 +6,10 @@ namespace ubermatch {
 
 template <typename K>
 FuzzyEngine<K>::FuzzyEngine(int32_t comm_size, const simd::SimdParams &params)
-    : Engine(comm_size), k_(*params.kernel.kernels), hits_(hits_of(k_)),
-      fell_back_(params.kernel.fell_back), posted_(params.compact_threshold),
-      unexpected_(params.compact_threshold) {}
+    : Base(comm_size, params), hits_(hits_of(k_)) {}
 
 template <typename K>
-Hit<typename FuzzyEngine<K>::Block> FuzzyEngine<K>::find_message(int32_t source, int32_t tag,
+Hit<FuzzyBlock<K>> FuzzyEngine<K>::find_message(int32_t source, int32_t tag,
                                                                 uint32_t &inspected) {
     if (source == UM_ANY_SOURCE || tag == UM_ANY_TAG) {
         // The fast key cannot tell; the full keys can, with the wildcards as masks.
@@ -46,7 +44,7 @@ Hit<typename FuzzyEngine<K>::Block> FuzzyEngine<K>::find_message(int32_t source,
 }
 
 template <typename K>
-Hit<typename FuzzyEngine<K>::Block> FuzzyEngine<K>::find_recv(int32_t source, int32_t tag,
+Hit<FuzzyBlock<K>> FuzzyEngine<K>::find_recv(int32_t source, int32_t tag,
                                                              uint32_t &inspected) {
     const K key = fast_key(source, tag);
     for (Block *b = posted_.head(); b != nullptr; b = b->next) {
@@ -65,56 +63,7 @@ Hit<typename FuzzyEngine<K>::Block> FuzzyEngine<K>::find_recv(int32_t source, in
 }
 
 template <typename K>
-Found FuzzyEngine<K>::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, void *request) {
-    uint32_t inspected = 0;
-    if (const Hit<Block> m = find_message(source, tag, inspected)) {
-        void *handle = m.block->handle[m.slot];
-        unexpected_.remove(m.block, m.slot);
-        return {handle, inspected};
-    }
-    posted_.push_back(source, tag, request);
-    return {nullptr, inspected};
-}
-
-template <typename K>
-Found FuzzyEngine<K>::do_arrive(int32_t source, int32_t tag, const um_hint_t &, void *message) {
-    uint32_t inspected = 0;
-    if (const Hit<Block> r = find_recv(source, tag, inspected)) {
-        void *handle = r.block->handle[r.slot];
-        posted_.remove(r.block, r.slot);
-        return {handle, inspected};
-    }
-    unexpected_.push_back(source, tag, message);
-    return {nullptr, inspected};
-}
-
-template <typename K>
-Found FuzzyEngine<K>::do_probe(int32_t source, int32_t tag, const um_hint_t &, bool remove) {
-    uint32_t inspected = 0;
-    const Hit<Block> m = find_message(source, tag, inspected);
-    if (!m) {
-        return {nullptr, inspected};
-    }
-    void *handle = m.block->handle[m.slot];
-    if (remove) {
-        unexpected_.remove(m.block, m.slot);
-    }
-    return {handle, inspected};
-}
-
-template <typename K>
-bool FuzzyEngine<K>::do_cancel(int32_t, int32_t, void *request) {
-    Block *b = nullptr;
-    unsigned i = 0;
-    if (!posted_.find_handle(request, b, i)) {
-        return false;
-    }
-    posted_.remove(b, i);
-    return true;
-}
-
-template <typename K>
-void FuzzyEngine<K>::visit(const Visitor &f) const {
+void FuzzyEngine<K>::visit(const Engine::Visitor &f) const {
     // No sequence numbers are kept: the slot order is the queue order.
     uint64_t pos = 0;
     posted_.for_each([&](const Block &b, unsigned i) {
@@ -128,12 +77,8 @@ void FuzzyEngine<K>::visit(const Visitor &f) const {
 
 template <typename K>
 void FuzzyEngine<K>::backend_stats(um_stats_t &s) const {
+    Base::backend_stats(s);
     s.false_positives = false_positives_;
-    s.blocks = posted_.blocks() + unexpected_.blocks();
-    s.holes = posted_.holes() + unexpected_.holes();
-    s.compactions = posted_.compactions() + unexpected_.compactions();
-    s.kernel = k_.id;
-    s.kernel_fallback = fell_back_ ? 1 : 0;
 }
 
 template class FuzzyEngine<uint32_t>;

@@ -20,22 +20,15 @@
 #include <cstdint>
 #include <limits>
 
-#include "matching/blocks.h"
-#include "matching/engine.h"
-#include "matching/simd/dispatch.h"
+#include "matching/block_engine.h"
 
 namespace ubermatch {
 
+// The fast-match keys of K bits.
 template <typename K>
-class FuzzyEngine final : public Engine {
-public:
+struct FuzzyKey {
     static constexpr K kWild = std::numeric_limits<K>::max();
     static constexpr K kHole = kWild - 1;
-
-    FuzzyEngine(int32_t comm_size, const simd::SimdParams &params);
-    const char *name() const override {
-        return sizeof(K) == 4 ? "fuzzy32" : sizeof(K) == 2 ? "fuzzy16" : "fuzzy8";
-    }
 
     // The fast-match key of a receive or message.
     static K fast_key(int32_t source, int32_t tag) {
@@ -46,19 +39,6 @@ public:
         return k >= kHole ? static_cast<K>(k - 2) : k;
     }
 
-protected:
-    Found do_post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *request) override;
-    Found do_arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message) override;
-    Found do_probe(int32_t source, int32_t tag, const um_hint_t &hint, bool remove) override;
-    bool do_cancel(int32_t source, int32_t tag, void *request) override;
-    void visit(const Visitor &f) const override;
-    uint64_t queues_allocated() const override { return 2; }
-    uint64_t bytes_used() const override {
-        return sizeof(*this) + posted_.bytes() + unexpected_.bytes();
-    }
-    void backend_stats(um_stats_t &s) const override;
-
-private:
     static K fold(uint32_t s, uint32_t t) {
         if constexpr (sizeof(K) == 4) {
             return ((t & 0xFFu) << 24) | (s & 0xFFFFFFu);
@@ -71,36 +51,63 @@ private:
             return static_cast<K>(x);
         }
     }
+};
 
-    // Receives (source or tag may be a wildcard) and messages alike.
-    struct alignas(64) Block {
-        Block *next;
-        Block *prev;
-        uint32_t used;
-        alignas(64) K key[kSlots];
-        int32_t src[kSlots];
-        int32_t tag[kSlots];
-        void *handle[kSlots];
+// Receives (source or tag may be a wildcard) and messages alike.
+template <typename K>
+struct alignas(64) FuzzyBlock {
+    FuzzyBlock *next;
+    FuzzyBlock *prev;
+    uint32_t used;
+    alignas(64) K key[kSlots];
+    int32_t src[kSlots];
+    int32_t tag[kSlots];
+    void *handle[kSlots];
 
-        void fill(unsigned i, int32_t source, int32_t t, void *h) {
-            key[i] = fast_key(source, t);
-            src[i] = source;
-            tag[i] = t;
-            handle[i] = h;
-        }
-        void clear(unsigned i) {
-            key[i] = kHole;
-            src[i] = kHoleSource;
-            tag[i] = kHoleTag;
-            handle[i] = nullptr;
-        }
-        void move(unsigned to, const Block &from, unsigned i) {
-            key[to] = from.key[i];
-            src[to] = from.src[i];
-            tag[to] = from.tag[i];
-            handle[to] = from.handle[i];
-        }
-    };
+    void fill(unsigned i, int32_t source, int32_t t, void *h) {
+        key[i] = FuzzyKey<K>::fast_key(source, t);
+        src[i] = source;
+        tag[i] = t;
+        handle[i] = h;
+    }
+    void clear(unsigned i) {
+        key[i] = FuzzyKey<K>::kHole;
+        src[i] = kHoleSource;
+        tag[i] = kHoleTag;
+        handle[i] = nullptr;
+    }
+    void move(unsigned to, const FuzzyBlock &from, unsigned i) {
+        key[to] = from.key[i];
+        src[to] = from.src[i];
+        tag[to] = from.tag[i];
+        handle[to] = from.handle[i];
+    }
+};
+
+template <typename K>
+class FuzzyEngine final : public BlockEngine<FuzzyEngine<K>, FuzzyBlock<K>, FuzzyBlock<K>> {
+    using Base = BlockEngine<FuzzyEngine<K>, FuzzyBlock<K>, FuzzyBlock<K>>;
+    using Block = FuzzyBlock<K>;
+
+public:
+    static constexpr K kWild = FuzzyKey<K>::kWild;
+    static constexpr K kHole = FuzzyKey<K>::kHole;
+    static K fast_key(int32_t source, int32_t tag) { return FuzzyKey<K>::fast_key(source, tag); }
+
+    FuzzyEngine(int32_t comm_size, const simd::SimdParams &params);
+    const char *name() const override {
+        return sizeof(K) == 4 ? "fuzzy32" : sizeof(K) == 2 ? "fuzzy16" : "fuzzy8";
+    }
+
+protected:
+    void visit(const Engine::Visitor &f) const override;
+    void backend_stats(um_stats_t &s) const override;
+
+private:
+    friend Base;
+    using Base::k_;
+    using Base::posted_;
+    using Base::unexpected_;
 
     using HitsFn = uint64_t (*)(const K *keys, unsigned n, K key, K wild);
     static HitsFn hits_of(const simd::Kernels &k) {
@@ -116,12 +123,8 @@ private:
     Hit<Block> find_message(int32_t source, int32_t tag, uint32_t &inspected);
     Hit<Block> find_recv(int32_t source, int32_t tag, uint32_t &inspected);
 
-    const simd::Kernels &k_;
     const HitsFn hits_;
-    const bool fell_back_;
     uint64_t false_positives_ = 0;
-    BlockList<Block> posted_;
-    BlockList<Block> unexpected_;
 };
 
 extern template class FuzzyEngine<uint32_t>;

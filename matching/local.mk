@@ -10,7 +10,7 @@ matching_libubermatch_matching_la_SOURCES = \
 	matching/list.h matching/list.cc \
 	matching/perpeer.h matching/perpeer.cc \
 	matching/bins.h matching/bins.cc \
-	matching/blocks.h \
+	matching/blocks.h matching/block_engine.h \
 	matching/vector.h matching/vector.cc \
 	matching/fuzzy.h matching/fuzzy.cc \
 	matching/simd/kernels.h matching/simd/kernels_scalar.cc \
