@@ -489,29 +489,9 @@ static int probe_once(int src, int tag, struct ompi_communicator_t *comm, int *m
     return OMPI_SUCCESS;
 }
 
-int mca_pml_ubermatch_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
-                             ompi_status_public_t *status)
-{
-    int rc = probe_once(src, tag, comm, matched, NULL, status);
-    if (OMPI_SUCCESS == rc && !*matched) {
-        opal_progress();
-    }
-    return rc;
-}
-
-int mca_pml_ubermatch_probe(int src, int tag, struct ompi_communicator_t *comm,
-                            ompi_status_public_t *status)
-{
-    int matched = 0;
-    int rc;
-    while (OMPI_SUCCESS == (rc = probe_once(src, tag, comm, &matched, NULL, status)) && !matched) {
-        opal_progress();
-    }
-    return rc;
-}
-
-int mca_pml_ubermatch_improbe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
-                              struct ompi_message_t **message, ompi_status_public_t *status)
+/* One look; when nothing matched, progress once (MPI_Iprobe must progress). */
+static int probe_test(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                      struct ompi_message_t **message, ompi_status_public_t *status)
 {
     int rc = probe_once(src, tag, comm, matched, message, status);
     if (OMPI_SUCCESS == rc && !*matched) {
@@ -520,16 +500,40 @@ int mca_pml_ubermatch_improbe(int src, int tag, struct ompi_communicator_t *comm
     return rc;
 }
 
-int mca_pml_ubermatch_mprobe(int src, int tag, struct ompi_communicator_t *comm,
-                             struct ompi_message_t **message, ompi_status_public_t *status)
+/* Looks until a message matches. */
+static int probe_wait(int src, int tag, struct ompi_communicator_t *comm,
+                      struct ompi_message_t **message, ompi_status_public_t *status)
 {
     int matched = 0;
     int rc;
-    while (OMPI_SUCCESS == (rc = probe_once(src, tag, comm, &matched, message, status)) &&
+    while (OMPI_SUCCESS == (rc = probe_test(src, tag, comm, &matched, message, status)) &&
            !matched) {
-        opal_progress();
     }
     return rc;
+}
+
+int mca_pml_ubermatch_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                             ompi_status_public_t *status)
+{
+    return probe_test(src, tag, comm, matched, NULL, status);
+}
+
+int mca_pml_ubermatch_probe(int src, int tag, struct ompi_communicator_t *comm,
+                            ompi_status_public_t *status)
+{
+    return probe_wait(src, tag, comm, NULL, status);
+}
+
+int mca_pml_ubermatch_improbe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                              struct ompi_message_t **message, ompi_status_public_t *status)
+{
+    return probe_test(src, tag, comm, matched, message, status);
+}
+
+int mca_pml_ubermatch_mprobe(int src, int tag, struct ompi_communicator_t *comm,
+                             struct ompi_message_t **message, ompi_status_public_t *status)
+{
+    return probe_wait(src, tag, comm, message, status);
 }
 
 int mca_pml_ubermatch_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,

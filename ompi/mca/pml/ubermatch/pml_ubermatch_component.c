@@ -36,11 +36,13 @@ mca_pml_base_component_2_0_0_t mca_pml_ubermatch_component = {
     .pmlm_finalize = mca_pml_ubermatch_component_fini,
 };
 
-static int register_int(const char *name, const char *help, int level, int *storage)
+/* A parameter a user may set, read once at start-up. */
+static int register_var(const char *name, const char *help, mca_base_var_type_t type, int level,
+                        void *storage)
 {
     return mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version, name, help,
-                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
-                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+                                           type, NULL, 0, 0, level, MCA_BASE_VAR_SCOPE_READONLY,
+                                           storage);
 }
 
 /* A string, not an enum: an unknown name then reaches our own check, whose
@@ -54,10 +56,8 @@ static int register_backend(void)
              "Matching engine of every communicator, chosen at run time. Valid values: %s",
              um_backend_names());
     mca_pml_ubermatch.config.backend = "bins"; /* flat at every depth and spread of sources */
-    rc = mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version, "backend",
-                                         help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
-                                         OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
-                                         &mca_pml_ubermatch.config.backend);
+    rc = register_var("backend", help, MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_3,
+                      &mca_pml_ubermatch.config.backend);
     return rc < 0 ? rc : OPAL_SUCCESS;
 }
 
@@ -71,8 +71,8 @@ static int mca_pml_ubermatch_component_register(void)
 
     /* Low: used when asked for (--mca pml ubermatch), never in place of ob1 or ucx. */
     cfg->priority = 5;
-    (void) register_int("priority", "Selection priority of the ubermatch PML", OPAL_INFO_LVL_9,
-                        &cfg->priority);
+    (void) register_var("priority", "Selection priority of the ubermatch PML",
+                        MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, &cfg->priority);
 
     rc = register_backend();
     if (OPAL_SUCCESS != rc) {
@@ -80,9 +80,8 @@ static int mca_pml_ubermatch_component_register(void)
     }
 
     cfg->bins = (int) defaults.bins;
-    (void) register_int("bins",
-                        "Hash bins of the `bins` engine, per communicator (1 .. 1048576)",
-                        OPAL_INFO_LVL_4, &cfg->bins);
+    (void) register_var("bins", "Hash bins of the `bins` engine, per communicator (1 .. 1048576)",
+                        MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &cfg->bins);
 
     cfg->kernel = "auto";
     {
@@ -91,10 +90,8 @@ static int mca_pml_ubermatch_component_register(void)
                  "SIMD kernel of the vector and fuzzy* engines. Valid values: %s (auto: the best "
                  "this CPU runs; one it cannot run falls back to that, with a warning)",
                  um_kernel_names());
-        (void) mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version,
-                                               "kernel", help, MCA_BASE_VAR_TYPE_STRING, NULL, 0,
-                                               0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-                                               &cfg->kernel);
+        (void) register_var("kernel", help, MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4,
+                            &cfg->kernel);
     }
     {
         um_kernel_t best = UM_KERNEL_NONE;
@@ -111,54 +108,44 @@ static int mca_pml_ubermatch_component_register(void)
                                                MCA_BASE_VAR_SCOPE_CONSTANT, &cfg->kernel_detected);
     }
     cfg->compact_threshold = defaults.compact_threshold;
-    (void) mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version,
-                                           "compact_threshold",
-                                           "vector and fuzzy* engines: compact a queue when more "
-                                           "than this fraction of its slots are holes (0 .. 1; 1: "
-                                           "never)",
-                                           MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &cfg->compact_threshold);
+    (void) register_var("compact_threshold",
+                        "vector and fuzzy* engines: compact a queue when more than this fraction "
+                        "of its slots are holes (0 .. 1; 1: never)",
+                        MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_5, &cfg->compact_threshold);
     cfg->theta = (int) defaults.theta;
-    (void) register_int("theta", "pnp, colpnp, list+pnp engines: a queue of theta elements makes "
+    (void) register_var("theta", "pnp, colpnp, list+pnp engines: a queue of theta elements makes "
                         "partners of the sources above the average (1 .. 1048576)",
-                        OPAL_INFO_LVL_4, &cfg->theta);
+                        MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &cfg->theta);
     cfg->k_c = (int) defaults.k_c;
-    (void) register_int("k_c", "col, colpnp, col+list engines: at most k_c * sqrt(n) collective "
+    (void) register_var("k_c", "col, colpnp, col+list engines: at most k_c * sqrt(n) collective "
                         "queues per communicator of n processes (1 .. 1024)",
-                        OPAL_INFO_LVL_4, &cfg->k_c);
+                        MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &cfg->k_c);
     cfg->k_p = (int) defaults.k_p;
-    (void) register_int("k_p", "pnp, colpnp, list+pnp engines: at most k_p * sqrt(n) partner "
+    (void) register_var("k_p", "pnp, colpnp, list+pnp engines: at most k_p * sqrt(n) partner "
                         "queues per communicator of n processes (1 .. 1024)",
-                        OPAL_INFO_LVL_4, &cfg->k_p);
+                        MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &cfg->k_p);
 
     cfg->verbose = 0;
-    (void) register_int("verbose", "Verbosity of the ubermatch PML (0: errors only, 1: "
+    (void) register_var("verbose", "Verbosity of the ubermatch PML (0: errors only, 1: "
                         "start-up and statistics, 2: connections and communicators)",
-                        OPAL_INFO_LVL_5, &cfg->verbose);
+                        MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &cfg->verbose);
 
     cfg->print_stats = false;
-    (void) mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version,
-                                           "print_stats",
-                                           "Print the matching engine's statistics of every "
-                                           "communicator with traffic when it is freed "
-                                           "(search depths, queue lengths, queues, bytes)",
-                                           MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &cfg->print_stats);
+    (void) register_var("print_stats",
+                        "Print the matching engine's statistics of every communicator with "
+                        "traffic when it is freed (search depths, queue lengths, queues, bytes)",
+                        MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_3, &cfg->print_stats);
 
     cfg->ucx_tls = NULL;
-    (void) mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version, "ucx_tls",
-                                           "UCX transports of the ubermatch worker (UCX_TLS "
-                                           "syntax, e.g. tcp,self); empty: UCX's default",
-                                           MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &cfg->ucx_tls);
+    (void) register_var("ucx_tls",
+                        "UCX transports of the ubermatch worker (UCX_TLS syntax, e.g. tcp,self); "
+                        "empty: UCX's default",
+                        MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &cfg->ucx_tls);
     cfg->ucx_rndv_thresh = NULL;
-    (void) mca_base_component_var_register(&mca_pml_ubermatch_component.pmlm_version,
-                                           "ucx_rndv_thresh",
-                                           "Message size from which UCX uses rendezvous "
-                                           "(UCX_RNDV_THRESH syntax, e.g. 8k or auto); empty: "
-                                           "UCX's default",
-                                           MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &cfg->ucx_rndv_thresh);
+    (void) register_var("ucx_rndv_thresh",
+                        "Message size from which UCX uses rendezvous (UCX_RNDV_THRESH syntax, "
+                        "e.g. 8k or auto); empty: UCX's default",
+                        MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &cfg->ucx_rndv_thresh);
 
     return mca_pml_ubermatch_register_pvars();
 }
