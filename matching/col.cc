@@ -74,6 +74,7 @@ bool ColPart::cancel(int32_t source, int32_t tag, void *request, ElementPool &po
 // what is left (the paper reports collectives "generating as many queues as
 // they can" up to the cap).
 void ColPart::decide(Bucket &b) {
+    const OverheadScope overhead(timers_);
     b.phase = kDecided;
     const auto slot = static_cast<uint16_t>(b.key >> 16);
     ColSide *const sides[2] = {&posted_, &unexpected_};

@@ -199,6 +199,8 @@ public:
     const ColSide &posted() const { return posted_; }
     const ColSide &unexpected() const { return unexpected_; }
     const QueueBudget &budget() const { return budget_; }
+    // The engine's timers: level creation counts as overhead.
+    void attach_timers(Timers *t) { timers_ = t; }
     // The phase of the bucket a hint falls in; kProfiling also when never seen.
     Phase phase(const um_hint_t &hint) const;
     size_t buckets() const { return buckets_.size(); }
@@ -320,6 +322,7 @@ private:
     uint32_t cur_ = kNoBucket; // the bucket of the operation in progress
     uint32_t last_key_ = UINT32_MAX;
     uint32_t last_index_ = kNoBucket;
+    Timers *timers_ = nullptr;
 };
 
 } // namespace ubermatch

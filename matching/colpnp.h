@@ -93,7 +93,14 @@ public:
 
     template <class MakeP2P, class MakeColl>
     SplitEngine(const char *name, int32_t comm_size, MakeP2P &&make_p2p, MakeColl &&make_coll)
-        : Engine(comm_size), name_(name), p2p_(make_p2p()), coll_(make_coll()) {}
+        : Engine(comm_size), name_(name), p2p_(make_p2p()), coll_(make_coll()) {
+        if constexpr (std::is_same_v<P2P, PnpPart>) {
+            p2p_.attach_timers(&timers());
+        }
+        if constexpr (std::is_same_v<Coll, ColPart>) {
+            coll_.attach_timers(&timers());
+        }
+    }
 
     const char *name() const override { return name_; }
     const P2P &p2p() const { return p2p_; }
@@ -158,6 +165,15 @@ protected:
             return p2p_.queues() + coll_.queues();
         } else {
             return p2p_.queues();
+        }
+    }
+
+    void backend_stats(um_stats_t &s) const override {
+        if constexpr (std::is_same_v<P2P, PnpPart>) {
+            s.dedicated_p2p = p2p_.budget().used;
+        }
+        if constexpr (std::is_same_v<Coll, ColPart>) {
+            s.dedicated_coll = coll_.budget().used;
         }
     }
 

@@ -4,6 +4,24 @@
 
 namespace ubermatch {
 
+uint64_t Timers::floor_ns() {
+    static const uint64_t floor = [] {
+        uint64_t least = UINT64_MAX;
+        for (int i = 0; i < 256; ++i) {
+            const uint64_t a = now_ns();
+            least = std::min(least, now_ns() - a);
+        }
+        return least;
+    }();
+    return floor;
+}
+
+void Timers::enable(bool on, uint64_t cutoff_ns) {
+    on_ = on;
+    cutoff_ = cutoff_ns;
+    floor_ = on ? floor_ns() : 0;
+}
+
 void Engine::account(um_class_stats_t &c, const Found &f) {
     ++c.searches;
     c.inspected += f.inspected;
@@ -21,8 +39,9 @@ int Engine::post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *
     if (request == nullptr) {
         return UM_ERR_ARG;
     }
-    const Found f = do_post_recv(source, tag, hint, request);
-    account(class_of(hint), f);
+    um_class_stats_t &c = class_of(hint);
+    const Found f = timed_search(c, false, [&] { return do_post_recv(source, tag, hint, request); });
+    account(c, f);
     if (f.handle != nullptr) {
         --stats_.unexpected_len;
     } else {
@@ -43,8 +62,9 @@ int Engine::arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *mes
     if (message == nullptr) {
         return UM_ERR_ARG;
     }
-    const Found f = do_arrive(source, tag, hint, message);
-    account(class_of(hint), f);
+    um_class_stats_t &c = class_of(hint);
+    const Found f = timed_search(c, true, [&] { return do_arrive(source, tag, hint, message); });
+    account(c, f);
     if (f.handle != nullptr) {
         --stats_.posted_len;
     } else {
@@ -58,8 +78,9 @@ int Engine::probe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t
     if (!valid_source(source, true)) {
         return UM_ERR_SOURCE;
     }
-    const Found f = do_probe(source, tag, hint, false);
-    account(class_of(hint), f);
+    um_class_stats_t &c = class_of(hint);
+    const Found f = timed_search(c, false, [&] { return do_probe(source, tag, hint, false); });
+    account(c, f);
     *out = {f.handle, f.inspected};
     return UM_OK;
 }
@@ -68,8 +89,9 @@ int Engine::mprobe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_
     if (!valid_source(source, true)) {
         return UM_ERR_SOURCE;
     }
-    const Found f = do_probe(source, tag, hint, true);
-    account(class_of(hint), f);
+    um_class_stats_t &c = class_of(hint);
+    const Found f = timed_search(c, false, [&] { return do_probe(source, tag, hint, true); });
+    account(c, f);
     if (f.handle != nullptr) {
         --stats_.unexpected_len;
     }
@@ -96,6 +118,8 @@ um_stats_t Engine::stats() const {
     um_stats_t s = stats_;
     s.queues = queues_allocated();
     s.bytes = bytes_used();
+    s.overhead_ns = timers_.overhead_ns();
+    s.timer_outliers = timers_.outliers();
     backend_stats(s);
     return s;
 }
@@ -144,6 +168,16 @@ void Engine::dump(std::ostream &out) const {
     }
     print_class(out, "point-to-point", s.p2p);
     print_class(out, "collective", s.coll);
+    if (timers_.on()) {
+        out << "  timers: search ns point-to-point " << s.p2p.search_ns << " (posted queue "
+            << s.p2p.posted_search_ns << "), collective " << s.coll.search_ns << " (posted queue "
+            << s.coll.posted_search_ns << "), overhead ns " << s.overhead_ns << ", outliers "
+            << s.timer_outliers << "\n";
+    }
+    if (s.dedicated_p2p + s.dedicated_coll != 0) {
+        out << "  dedicated queues: point-to-point " << s.dedicated_p2p << ", collective "
+            << s.dedicated_coll << "\n";
+    }
     const Snapshot snap = snapshot();
     print_queue(out, "posted", snap.posted);
     print_queue(out, "unexpected", snap.unexpected);

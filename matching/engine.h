@@ -7,6 +7,7 @@
 #define UBERMATCH_MATCHING_ENGINE_H
 
 #include <cstdint>
+#include <ctime>
 #include <functional>
 #include <ostream>
 #include <vector>
@@ -35,6 +36,92 @@ struct Snapshot {
     std::vector<QueuedElement> unexpected; // in arrival order
 };
 
+// The engine's timers (um_params_t.timers, timer_cutoff_ns), read only when
+// they are on: wall-clock nanoseconds from CLOCK_MONOTONIC (the vDSO, about
+// 20 ns a reading), less the smallest interval two readings give (measured
+// once per process), so an empty interval counts about 0.
+//
+//  search_ns (um_class_stats_t, per class of traffic): post_recv, arrive,
+//    probe and mprobe from the backend's search to its return, including, on a
+//    miss, queueing the element; not the argument checks or the statistics,
+//    and not the restructuring below. posted_search_ns is the part spent in
+//    arrive, whose search is of the posted-receive queue (the paper's PRQ);
+//    the rest searched the unexpected-message queue (UMQ).
+//  overhead_ns (um_stats_t): time the adaptive backends spend restructuring
+//    their queues, Ghazimirsaeed et al.'s "runtime overhead" (section 5.6):
+//    PNP's partner extraction (the pass over the non-partner queue, the
+//    choice of partners, their queues and hash-table entries, the new level)
+//    and COL's level creation (the queue count from the profile and the
+//    level's queues), whether an operation or collective_begin triggers it.
+//    Per-search bookkeeping (the profile counters of a bucket, hash look-ups
+//    of partners, tags and buckets) is part of finding the element and stays
+//    in search_ns. Backends time such steps with OverheadScope.
+//  timer_outliers (um_stats_t): intervals longer than timer_cutoff_ns (when
+//    not 0), left out of both sums: on an oversubscribed node a process
+//    descheduled inside a search adds milliseconds to a microsecond search.
+class Timers {
+public:
+    static uint64_t now_ns() {
+        timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+    }
+    // The smallest interval two back-to-back readings give, measured once.
+    static uint64_t floor_ns();
+
+    bool on() const { return on_; }
+    void enable(bool on, uint64_t cutoff_ns);
+
+    // One restructuring step that began at `start` (now_ns()).
+    void add_overhead(uint64_t start) {
+        const uint64_t elapsed = now_ns() - start;
+        inner_ += elapsed;
+        if (keep(elapsed)) {
+            overhead_ns_ += net(elapsed);
+        }
+    }
+    uint64_t overhead_ns() const { return overhead_ns_; }
+    uint64_t outliers() const { return outliers_; }
+
+private:
+    friend class Engine;
+    bool keep(uint64_t elapsed) {
+        if (cutoff_ != 0 && net(elapsed) > cutoff_) {
+            ++outliers_;
+            return false;
+        }
+        return true;
+    }
+    uint64_t net(uint64_t elapsed) const { return elapsed > floor_ ? elapsed - floor_ : 0; }
+
+    bool on_ = false;
+    uint64_t cutoff_ = 0;      // 0: keep every interval
+    uint64_t floor_ = 0;
+    uint64_t overhead_ns_ = 0;
+    uint64_t inner_ = 0;       // every restructuring interval, kept or not: taken out of the
+                               // search around it
+    uint64_t outliers_ = 0;
+};
+
+// Times one restructuring step into Timers' overhead_ns; nothing when the
+// timers are off (or t is nullptr).
+class OverheadScope {
+public:
+    explicit OverheadScope(Timers *t)
+        : t_(t != nullptr && t->on() ? t : nullptr), start_(t_ != nullptr ? Timers::now_ns() : 0) {}
+    ~OverheadScope() {
+        if (t_ != nullptr) {
+            t_->add_overhead(start_);
+        }
+    }
+    OverheadScope(const OverheadScope &) = delete;
+    OverheadScope &operator=(const OverheadScope &) = delete;
+
+private:
+    Timers *const t_;
+    const uint64_t start_;
+};
+
 class Engine {
 public:
     explicit Engine(int32_t comm_size) : comm_size_(comm_size) {}
@@ -61,6 +148,10 @@ public:
     Snapshot snapshot() const;
     void dump(std::ostream &out) const;
 
+    // Timers on or off, and their cutoff in ns (0: none); make_engine() applies
+    // um_params_t.timers and timer_cutoff_ns. Counts so far are kept.
+    void set_timers(bool on, uint64_t cutoff_ns) { timers_.enable(on, cutoff_ns); }
+
 protected:
     // Search the unexpected queue; on a miss queue the receive.
     virtual Found do_post_recv(int32_t source, int32_t tag, const um_hint_t &hint,
@@ -86,6 +177,9 @@ protected:
     // Sequence numbers for posting and arrival order, shared by all queues.
     uint64_t next_seq() { return ++seq_; }
 
+    // For backends that restructure their queues: OverheadScope(&timers()).
+    Timers &timers() { return timers_; }
+
 private:
     bool valid_source(int32_t source, bool wildcard_ok) const {
         return (source >= 0 && source < comm_size_) || (wildcard_ok && source == UM_ANY_SOURCE);
@@ -94,6 +188,26 @@ private:
         return hint.coll == UM_COLL_NONE ? stats_.p2p : stats_.coll;
     }
     static void account(um_class_stats_t &c, const Found &f);
+
+    // Runs one search (op: the do_* call), timed when the timers are on.
+    template <class F>
+    Found timed_search(um_class_stats_t &c, bool posted_queue, F &&op) {
+        if (__builtin_expect(!timers_.on(), 1)) {
+            return op();
+        }
+        const uint64_t inner = timers_.inner_;
+        const uint64_t start = Timers::now_ns();
+        const Found f = op();
+        const uint64_t elapsed = Timers::now_ns() - start - (timers_.inner_ - inner);
+        if (timers_.keep(elapsed)) {
+            const uint64_t ns = timers_.net(elapsed);
+            c.search_ns += ns;
+            if (posted_queue) {
+                c.posted_search_ns += ns;
+            }
+        }
+        return f;
+    }
 
     int collective_call(const um_hint_t &hint, bool begin) {
         if (hint.coll == UM_COLL_NONE || hint.coll >= UM_COLL_COUNT) {
@@ -106,6 +220,7 @@ private:
     const int32_t comm_size_;
     uint64_t seq_ = 0;
     um_stats_t stats_{};
+    Timers timers_;
 };
 
 } // namespace ubermatch

@@ -31,6 +31,7 @@ Candidate PnpSide::find_any_source(int32_t tag, uint32_t &inspected) {
 // The non-partner queue being appended to has reached theta: its sources with
 // more elements than the average (over the sources present) become partners.
 void PnpSide::extract_partners() {
+    const OverheadScope overhead(timers_);
     since_check_ = 0;
     if (budget_->left() < 2) {
         exhausted_ = true; // a level needs a partner queue and a non-partner queue

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "matching/element.h"
+#include "matching/engine.h"
 #include "matching/smallmap.h"
 
 namespace ubermatch {
@@ -88,6 +89,8 @@ public:
     size_t levels() const { return np_.size(); }
     size_t partners() const { return partners_.size(); }
     bool is_partner(int32_t source) const { return partners_.find(key(source)) != nullptr; }
+    // The engine's timers: partner extraction counts as overhead.
+    void attach_timers(Timers *t) { timers_ = t; }
 
 private:
     struct Partner {
@@ -112,6 +115,7 @@ private:
     SmallMap<Partner> partners_;
     size_t since_check_ = 0;        // pushes to the non-partner queue since the last check
     bool exhausted_ = false;        // budget spent: no more levels
+    Timers *timers_ = nullptr;
 };
 
 // Partner/non-partner queues for both sides, and ANY_SOURCE receives in a
@@ -176,6 +180,10 @@ public:
     const PnpSide &posted() const { return posted_; }
     const PnpSide &unexpected() const { return unexpected_; }
     const QueueBudget &budget() const { return budget_; }
+    void attach_timers(Timers *t) {
+        posted_.attach_timers(t);
+        unexpected_.attach_timers(t);
+    }
 
 private:
     QueueBudget budget_;

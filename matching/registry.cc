@@ -11,6 +11,8 @@ namespace ubermatch {
 
 namespace {
 
+constexpr int64_t kMaxTimerCutoffNs = 1000000000000; // 1000 s
+
 // Range check of one integer parameter, with the range in the message.
 int64_t checked(const char *param, int64_t value, int64_t lo, int64_t hi) {
     if (value < lo || value > hi) {
@@ -107,9 +109,14 @@ std::unique_ptr<Engine> make_engine(const std::string &backend, int32_t comm_siz
         throw std::invalid_argument("communicator size " + std::to_string(comm_size) +
                                     " is out of range; it must be at least 1");
     }
+    // The timers belong to the engine base: every backend takes them.
+    const int64_t timers = checked("timers", params.timers, 0, 1);
+    const int64_t cutoff = checked("timer_cutoff_ns", params.timer_cutoff_ns, 0, kMaxTimerCutoffNs);
     for (const Backend &b : table()) {
         if (backend == b.name) {
-            return b.make(comm_size, params);
+            std::unique_ptr<Engine> e = b.make(comm_size, params);
+            e->set_timers(timers != 0, static_cast<uint64_t>(cutoff));
+            return e;
         }
     }
     throw std::invalid_argument("unknown matching backend '" + backend +

@@ -82,6 +82,11 @@ typedef struct um_class_stats {
     uint64_t matches;       /* of those, the ones that found an element */
     uint64_t inspected;     /* elements compared, summed */
     uint64_t max_inspected; /* the deepest single search */
+    /* With um_params_t.timers (else 0): nanoseconds the searches took (matching/engine.h,
+     * Timers), and of those the part in arrive, which searches the posted-receive queue;
+     * the rest searched the unexpected-message queue. */
+    uint64_t search_ns;
+    uint64_t posted_search_ns;
 } um_class_stats_t;
 
 typedef struct um_stats {
@@ -102,6 +107,16 @@ typedef struct um_stats {
     uint64_t kernel;          /* um_kernel_t in use (UM_KERNEL_NONE: not a SIMD backend) */
     uint64_t kernel_fallback; /* 1: the requested kernel needs an instruction set this CPU
                                  lacks, and `kernel` is the best one it has */
+    /* With um_params_t.timers (else 0): nanoseconds spent restructuring queues (pnp's
+     * partner extraction, col's level creation), and timed intervals left out for passing
+     * timer_cutoff_ns (matching/engine.h, Timers). */
+    uint64_t overhead_ns;
+    uint64_t timer_outliers;
+    /* pnp, col, colpnp, col+list, list+pnp: dedicated queues of the point-to-point (PNP)
+     * and collective (COL) parts, both sides; at most floor(k_p sqrt(n)) and floor(k_c
+     * sqrt(n)). 0 for the others. */
+    uint64_t dedicated_p2p;
+    uint64_t dedicated_coll;
 } um_stats_t;
 
 /* Backend parameters. um_params_init() sets the defaults; a value out of
@@ -124,6 +139,13 @@ typedef struct um_params {
     /* pnp, colpnp, list+pnp: dedicated partner/non-partner queues per communicator are at
      * most floor(k_p * sqrt(n)), 1 .. 1024 (default 8). */
     int64_t k_p;
+    /* Every backend: time searches and restructuring (stats search_ns, overhead_ns),
+     * 0 (default, no clock read) or 1. */
+    int64_t timers;
+    /* With timers: an interval longer than this many ns is counted in timer_outliers
+     * and left out of the sums (a process descheduled inside it), 0 .. 10^12 (default
+     * 0: keep all). */
+    int64_t timer_cutoff_ns;
 } um_params_t;
 
 typedef struct um_engine um_engine_t;

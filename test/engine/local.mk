@@ -21,3 +21,6 @@ test_engine_unit_tests_SOURCES += test/engine/seed000_tests.cc
 
 # Issue 5: the SIMD backends and kernels (vector, fuzzy32/16/8).
 test_engine_unit_tests_SOURCES += test/engine/simd_tests.cc
+
+# Seed 000 item 6: the engine's timers (search and restructuring time).
+test_engine_unit_tests_SOURCES += test/engine/timers_tests.cc

@@ -74,6 +74,10 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     config.params.theta = cfg->theta;
     config.params.k_c = cfg->k_c;
     config.params.k_p = cfg->k_p;
+    config.params.timers = cfg->timers ? 1 : 0;
+    config.params.timer_cutoff_ns = cfg->timer_cutoff_ns > (unsigned long long) INT64_MAX
+                                        ? INT64_MAX
+                                        : (int64_t) cfg->timer_cutoff_ns;
     config.thread_multiple = enable_mpi_threads;
     {
         /* Checked whatever the backend, so that a typo never passes unseen. */
@@ -298,6 +302,21 @@ static void print_stats(struct ompi_communicator_t *comm)
                 um_kernel_name((um_kernel_t) s.kernel), (unsigned long long) s.false_positives,
                 (unsigned long long) s.blocks, (unsigned long long) s.holes,
                 (unsigned long long) s.compactions);
+    }
+    if (mca_pml_ubermatch.config.timers) {
+        fprintf(stderr,
+                "[ubermatch] rank %u, %s: search ns p2p %llu (posted queue %llu), collective "
+                "%llu (posted queue %llu), overhead ns %llu, timer outliers %llu\n",
+                (unsigned) OMPI_PROC_MY_NAME->vpid, comm->c_name,
+                (unsigned long long) s.p2p.search_ns, (unsigned long long) s.p2p.posted_search_ns,
+                (unsigned long long) s.coll.search_ns,
+                (unsigned long long) s.coll.posted_search_ns, (unsigned long long) s.overhead_ns,
+                (unsigned long long) s.timer_outliers);
+    }
+    if (0 != s.dedicated_p2p + s.dedicated_coll) {
+        fprintf(stderr, "[ubermatch] rank %u, %s: dedicated queues p2p %llu, collective %llu\n",
+                (unsigned) OMPI_PROC_MY_NAME->vpid, comm->c_name,
+                (unsigned long long) s.dedicated_p2p, (unsigned long long) s.dedicated_coll);
     }
 }
 

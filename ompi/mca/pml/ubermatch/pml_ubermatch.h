@@ -30,6 +30,8 @@ typedef struct mca_pml_ubermatch_config {
     int theta;          /* pnp: queue length that makes partners */
     int k_c;            /* col: at most k_c * sqrt(n) collective queues */
     int k_p;            /* pnp: at most k_p * sqrt(n) partner queues */
+    bool timers;        /* the engine times its searches and restructuring */
+    unsigned long long timer_cutoff_ns; /* timed intervals longer than this are left out */
     char *kernel_detected; /* read-only: what "auto" picks on this CPU */
     int verbose;
     bool print_stats;   /* one line of engine statistics per communicator, when freed */

@@ -124,6 +124,17 @@ static int mca_pml_ubermatch_component_register(void)
     (void) register_var("k_p", "pnp, colpnp, list+pnp engines: at most k_p * sqrt(n) partner "
                         "queues per communicator of n processes (1 .. 1024)",
                         MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &cfg->k_p);
+    cfg->timers = false;
+    (void) register_var("timers", "Time every engine's searches and queue restructuring (pvars "
+                        "*_search_ns and overhead_ns, print_stats); off: no clock is read",
+                        MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, &cfg->timers);
+    cfg->timer_cutoff_ns = 0;
+    (void) register_var("timer_cutoff_ns",
+                        "With timers: leave out (and count) timed intervals longer than this "
+                        "many ns, e.g. a process descheduled on an oversubscribed node "
+                        "(0 .. 10^12; 0: keep all)",
+                        MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, OPAL_INFO_LVL_5,
+                        &cfg->timer_cutoff_ns);
 
     cfg->verbose = 0;
     (void) register_var("verbose", "Verbosity of the ubermatch PML (0: errors only, 1: "

@@ -36,6 +36,33 @@ static const pvar_def_t pvars[] = {
     {"holes", "vector and fuzzy* engines: slots of removed elements not yet given back",
      MPI_T_PVAR_CLASS_SIZE},
     {"compactions", "vector and fuzzy* engines: hole compactions", MPI_T_PVAR_CLASS_COUNTER},
+    /* Per class of traffic, and the engine's timers (MCA pml_ubermatch_timers; 0 without). */
+    {"p2p_searches", "Queue searches for point-to-point traffic", MPI_T_PVAR_CLASS_COUNTER},
+    {"coll_searches", "Queue searches for collective traffic", MPI_T_PVAR_CLASS_COUNTER},
+    {"p2p_inspected", "Queue elements inspected by point-to-point searches",
+     MPI_T_PVAR_CLASS_COUNTER},
+    {"coll_inspected", "Queue elements inspected by collective searches",
+     MPI_T_PVAR_CLASS_COUNTER},
+    {"p2p_search_ns", "With pml_ubermatch_timers: nanoseconds of point-to-point searches",
+     MPI_T_PVAR_CLASS_COUNTER},
+    {"coll_search_ns", "With pml_ubermatch_timers: nanoseconds of collective searches",
+     MPI_T_PVAR_CLASS_COUNTER},
+    {"p2p_posted_search_ns",
+     "With pml_ubermatch_timers: of p2p_search_ns, the searches of the posted-receive queue",
+     MPI_T_PVAR_CLASS_COUNTER},
+    {"coll_posted_search_ns",
+     "With pml_ubermatch_timers: of coll_search_ns, the searches of the posted-receive queue",
+     MPI_T_PVAR_CLASS_COUNTER},
+    {"overhead_ns",
+     "With pml_ubermatch_timers: nanoseconds restructuring queues (partners, levels)",
+     MPI_T_PVAR_CLASS_COUNTER},
+    {"timer_outliers",
+     "With pml_ubermatch_timers: intervals left out for passing pml_ubermatch_timer_cutoff_ns",
+     MPI_T_PVAR_CLASS_COUNTER},
+    {"dedicated_p2p_queues", "pnp, colpnp, list+pnp: dedicated point-to-point (PNP) queues",
+     MPI_T_PVAR_CLASS_SIZE},
+    {"dedicated_coll_queues", "col, colpnp, col+list: dedicated collective (COL) queues",
+     MPI_T_PVAR_CLASS_SIZE},
 };
 
 static unsigned long long pvar_value(size_t which, const um_stats_t *s)
@@ -55,7 +82,19 @@ static unsigned long long pvar_value(size_t which, const um_stats_t *s)
     case 10: return s->false_positives;
     case 11: return s->blocks;
     case 12: return s->holes;
-    default: return s->compactions;
+    case 13: return s->compactions;
+    case 14: return s->p2p.searches;
+    case 15: return s->coll.searches;
+    case 16: return s->p2p.inspected;
+    case 17: return s->coll.inspected;
+    case 18: return s->p2p.search_ns;
+    case 19: return s->coll.search_ns;
+    case 20: return s->p2p.posted_search_ns;
+    case 21: return s->coll.posted_search_ns;
+    case 22: return s->overhead_ns;
+    case 23: return s->timer_outliers;
+    case 24: return s->dedicated_p2p;
+    default: return s->dedicated_coll;
     }
 }
 
