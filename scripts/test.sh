@@ -51,6 +51,7 @@ for backend in $backends; do
 done
 suite "MPI tests over TCP (UCX_TLS=tcp,self)" test/mpi/run-mpi-tests.sh build/test-mpi \
     --mca pml ubermatch -x UCX_TLS=tcp,self
+suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
 
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
