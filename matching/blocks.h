@@ -64,11 +64,7 @@ class BlockList {
 public:
     explicit BlockList(double compact_threshold) : threshold_(compact_threshold) {}
     ~BlockList() {
-        while (head_ != nullptr) {
-            Block *b = head_;
-            head_ = b->next;
-            delete b;
-        }
+        clear();
         delete spare_;
     }
     BlockList(const BlockList &) = delete;
@@ -89,6 +85,18 @@ public:
         }
         tail_->fill(tail_->used++, args...);
         ++live_;
+    }
+
+    // Frees every block but the spare: the list is empty.
+    void clear() {
+        while (head_ != nullptr) {
+            Block *b = head_;
+            head_ = b->next;
+            delete b;
+        }
+        tail_ = nullptr;
+        blocks_ = 0;
+        live_ = 0;
     }
 
     // Removes the element in slot i of b.

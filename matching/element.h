@@ -5,8 +5,6 @@
 #define UBERMATCH_MATCHING_ELEMENT_H
 
 #include <cstdint>
-#include <memory>
-#include <vector>
 
 #include "matching/queue.h"
 
@@ -15,7 +13,7 @@ namespace ubermatch {
 constexpr uint32_t kNoBucket = UINT32_MAX;
 
 struct Element : Entry {
-    uint32_t bucket; // col: the bucket being profiled when it was queued, else kNoBucket
+    uint32_t bucket = kNoBucket; // col: the bucket being profiled when it was queued
 };
 
 inline Element *element(Entry *e) { return static_cast<Element *>(e); }
@@ -59,45 +57,7 @@ inline Entry *first_recv_before(const PeerQueue &q, int32_t source, int32_t tag,
     return nullptr;
 }
 
-// Elements come from chunks kept on a free list, as in EntryPool.
-class ElementPool {
-public:
-    Element *get(int32_t source, int32_t tag, void *handle, uint64_t seq) {
-        if (free_ == nullptr) {
-            grow();
-        }
-        Element *e = free_;
-        free_ = static_cast<Element *>(e->q.next);
-        e->seq = seq;
-        e->handle = handle;
-        e->source = source;
-        e->tag = tag;
-        e->bucket = kNoBucket;
-        return e;
-    }
-
-    void put(Entry *e) {
-        e->q.next = free_;
-        free_ = element(e);
-    }
-
-    size_t bytes() const { return chunks_.size() * sizeof(Element) * kChunk; }
-
-private:
-    static constexpr size_t kChunk = 256;
-
-    void grow() {
-        chunks_.push_back(std::make_unique<Element[]>(kChunk));
-        Element *chunk = chunks_.back().get();
-        for (size_t i = 0; i < kChunk; ++i) {
-            chunk[i].q.next = (i + 1 < kChunk) ? &chunk[i + 1] : free_;
-        }
-        free_ = chunk;
-    }
-
-    std::vector<std::unique_ptr<Element[]>> chunks_;
-    Element *free_ = nullptr;
-};
+using ElementPool = Pool<Element>;
 
 } // namespace ubermatch
 

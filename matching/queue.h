@@ -126,16 +126,19 @@ void visit_queue(const Q &q, bool posted, const std::function<void(bool, const Q
     q.for_each([&](const Entry &e) { f(posted, QueuedElement{e.seq, e.handle, e.source, e.tag}); });
 }
 
-// Entries come from chunks kept on a free list: no allocation on the matching
-// path once the queues have reached their working depth.
-class EntryPool {
+// Elements (Entry or a type derived from it) come from chunks kept on a free
+// list: no allocation on the matching path once the queues have reached their
+// working depth. A fresh element has its type's default values.
+template <class T>
+class Pool {
 public:
-    Entry *get(int32_t source, int32_t tag, void *handle, uint64_t seq) {
+    T *get(int32_t source, int32_t tag, void *handle, uint64_t seq) {
         if (free_ == nullptr) {
             grow();
         }
-        Entry *e = free_;
-        free_ = e->q.next;
+        T *e = free_;
+        free_ = static_cast<T *>(e->q.next);
+        *e = T{};
         e->seq = seq;
         e->handle = handle;
         e->source = source;
@@ -145,7 +148,7 @@ public:
 
     void put(Entry *e) {
         e->q.next = free_;
-        free_ = e;
+        free_ = static_cast<T *>(e);
     }
 
     // Removes e from q and returns it to the pool; the search's result.
@@ -157,23 +160,25 @@ public:
         return {handle, inspected};
     }
 
-    size_t bytes() const { return chunks_.size() * sizeof(Entry) * kChunk; }
+    size_t bytes() const { return chunks_.size() * sizeof(T) * kChunk; }
 
 private:
     static constexpr size_t kChunk = 256;
 
     void grow() {
-        chunks_.push_back(std::make_unique<Entry[]>(kChunk));
-        Entry *chunk = chunks_.back().get();
+        chunks_.push_back(std::make_unique<T[]>(kChunk));
+        T *chunk = chunks_.back().get();
         for (size_t i = 0; i < kChunk; ++i) {
             chunk[i].q.next = (i + 1 < kChunk) ? &chunk[i + 1] : free_;
         }
         free_ = chunk;
     }
 
-    std::vector<std::unique_ptr<Entry[]>> chunks_;
-    Entry *free_ = nullptr;
+    std::vector<std::unique_ptr<T[]>> chunks_;
+    T *free_ = nullptr;
 };
+
+using EntryPool = Pool<Entry>;
 
 } // namespace ubermatch
 

@@ -1,0 +1,304 @@
+#include "matching/auto.h"
+
+#include <algorithm>
+
+namespace ubermatch {
+
+namespace {
+
+// Blocks needed to hold n elements, with room for one more.
+template <class Block>
+size_t blocks_bytes_for(size_t n) {
+    return (n / kSlots + 1) * sizeof(Block);
+}
+
+} // namespace
+
+// --- one queue ---
+
+template <bool Posted>
+Hit<typename AutoQueue<Posted>::Block> AutoQueue<Posted>::scan(int32_t source, int32_t tag,
+                                                                uint64_t before,
+                                                                uint32_t &inspected) const {
+    const simd::Kernels &k = sh_.k;
+    for (Block *b = blocks_.head(); b != nullptr; b = b->next) {
+        uint64_t bits;
+        if constexpr (Posted) {
+            // Slots are in posting order: a block that starts after `before` has nothing earlier.
+            if (b->first_seq > before) {
+                break;
+            }
+            if (!b->filter.may_match_message(source, tag)) {
+                continue;
+            }
+            bits = k.recv_hits(b->src_val, b->src_mask, b->tag_val, b->tag_mask, b->used, source, tag);
+        } else {
+            if (!b->filter.may_match_receive(source, tag)) {
+                continue;
+            }
+            const MaskedKey m = masked_key(source, tag);
+            bits = k.msg_hits(b->src, b->tag, b->used, m.src_val, m.src_mask, m.tag_val, m.tag_mask);
+        }
+        bits &= used_bits(b->used);
+        if (bits != 0) {
+            const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
+            inspected += i + 1;
+            return {b, i};
+        }
+        inspected += b->used;
+    }
+    return {};
+}
+
+template <bool Posted>
+Found AutoQueue<Posted>::take_recv(int32_t source, int32_t tag) {
+    uint32_t inspected = 0;
+    Entry *found = nullptr;
+    if (!indexed_) {
+        found = list_.find_recv(source, tag, inspected);
+        maybe_index(inspected);
+    } else {
+        if (PeerQueue *fifo = keys_.find(source, tag)) {
+            found = fifo->front();
+            inspected = 1;
+        }
+        if (blocks_.live() > 0) {
+            const uint64_t bound = found != nullptr ? found->seq : UINT64_MAX;
+            if (const Hit<Block> h = scan(source, tag, bound, inspected)) {
+                Entry *wild = static_cast<Entry *>(h.block->handle[h.slot]);
+                if (wild->seq < bound) {
+                    found = wild;
+                }
+            }
+        }
+    }
+    return found != nullptr ? take(auto_entry(found), inspected) : Found{nullptr, inspected};
+}
+
+template <bool Posted>
+Found AutoQueue<Posted>::take_message(int32_t source, int32_t tag, bool remove) {
+    uint32_t inspected = 0;
+    Entry *found = nullptr;
+    if (!indexed_) {
+        found = list_.find_message(source, tag, inspected);
+        maybe_index(inspected);
+    } else if (is_exact(source, tag)) {
+        if (PeerQueue *fifo = keys_.find(source, tag)) {
+            found = fifo->front();
+            inspected = 1;
+        }
+    } else if (const Hit<Block> h = scan(source, tag, UINT64_MAX, inspected)) {
+        found = static_cast<Entry *>(h.block->handle[h.slot]);
+    }
+    if (found == nullptr) {
+        return {nullptr, inspected};
+    }
+    return remove ? take(auto_entry(found), inspected) : Found{found->handle, inspected};
+}
+
+template <bool Posted>
+Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected) {
+    if (!indexed_) {
+        list_.remove(e);
+    } else {
+        accounted([&] {
+            if (e->block != nullptr) {
+                blocks_.remove(static_cast<Block *>(e->block), e->slot);
+            }
+            if (is_exact(e->source, e->tag)) {
+                PeerQueue *fifo = keys_.find(e->source, e->tag);
+                fifo->remove(e);
+                if (fifo->empty()) {
+                    keys_.erase(e->source, e->tag);
+                }
+            }
+        });
+    }
+    --size_;
+    void *handle = e->handle;
+    sh_.pool.put(e);
+    if (size_ <= sh_.list_at) {
+        if (indexed_) {
+            to_list();
+        }
+        reindex_at_ = sh_.index_at;
+    }
+    return {handle, inspected};
+}
+
+template <bool Posted>
+void AutoQueue<Posted>::place(AutoEntry *e) {
+    // Messages go to both structures; receives to one: exact to the index, wildcard to blocks.
+    if (!Posted || !is_exact(e->source, e->tag)) {
+        blocks_.push_back(e);
+    }
+    if (is_exact(e->source, e->tag)) {
+        keys_.insert(e->source, e->tag).push_back(e);
+    }
+}
+
+template <bool Posted>
+void AutoQueue<Posted>::push(int32_t source, int32_t tag, void *handle) {
+    AutoEntry *e = sh_.pool.get(source, tag, handle, ++sh_.seq);
+    ++size_;
+    if (!indexed_) {
+        list_.push_back(e);
+        return;
+    }
+    const size_t more = sizeof(Block) + keys_.bytes_after_insert() - keys_.bytes();
+    if (!sh_.index_fits(more)) {
+        ++sh_.memory_limited;
+        to_list();
+        list_.push_back(e);
+        reindex_at_ = 2 * size_;
+        return;
+    }
+    accounted([&] { place(e); });
+}
+
+template <bool Posted>
+bool AutoQueue<Posted>::cancel(int32_t source, int32_t tag, void *request) {
+    Entry *e = nullptr;
+    if (!indexed_) {
+        e = list_.find_handle(request);
+    } else if (is_exact(source, tag)) {
+        PeerQueue *fifo = keys_.find(source, tag);
+        e = fifo != nullptr ? fifo->find_handle(request) : nullptr;
+    } else {
+        blocks_.for_each([&](const Block &b, unsigned i) {
+            Entry *x = static_cast<Entry *>(b.handle[i]);
+            if (e == nullptr && x->handle == request) {
+                e = x;
+            }
+        });
+    }
+    if (e == nullptr) {
+        return false;
+    }
+    take(auto_entry(e), 0);
+    return true;
+}
+
+template <bool Posted>
+void AutoQueue<Posted>::to_index() {
+    const size_t need = KeyIndex::bytes_for(size_) + blocks_bytes_for<Block>(size_);
+    if (!sh_.index_fits(need)) {
+        ++sh_.memory_limited;
+        reindex_at_ = 2 * size_;
+        return;
+    }
+    accounted([&] {
+        while (Entry *e = list_.front()) {
+            list_.remove(e);
+            place(auto_entry(e));
+        }
+    });
+    indexed_ = true;
+    ++sh_.reshapes;
+}
+
+template <bool Posted>
+void AutoQueue<Posted>::to_list() {
+    std::vector<Entry *> all;
+    all.reserve(size_);
+    blocks_.for_each([&](const Block &b, unsigned i) { all.push_back(static_cast<Entry *>(b.handle[i])); });
+    if constexpr (Posted) {
+        // Exact receives are only in the index; merge them with the wildcards by posting order.
+        keys_.for_each([&](const PeerQueue &fifo) {
+            fifo.for_each([&](Entry &e) { all.push_back(&e); });
+        });
+        std::sort(all.begin(), all.end(), [](const Entry *a, const Entry *b) { return a->seq < b->seq; });
+    }
+    accounted([&] {
+        keys_.clear();
+        blocks_.clear();
+    });
+    for (Entry *e : all) {
+        auto_entry(e)->block = nullptr;
+        list_.push_back(e);
+    }
+    indexed_ = false;
+    ++sh_.reshapes;
+}
+
+template <bool Posted>
+void AutoQueue<Posted>::visit(bool posted, const std::function<void(bool, const QueuedElement &)> &f) const {
+    if (!indexed_) {
+        visit_queue(list_, posted, f);
+        return;
+    }
+    const auto report = [&](const Entry &e) { f(posted, QueuedElement{e.seq, e.handle, e.source, e.tag}); };
+    blocks_.for_each([&](const Block &b, unsigned i) { report(*static_cast<const Entry *>(b.handle[i])); });
+    if constexpr (Posted) {
+        keys_.for_each([&](const PeerQueue &fifo) { fifo.for_each(report); });
+    }
+}
+
+template class AutoQueue<true>;
+template class AutoQueue<false>;
+
+// --- the engine ---
+
+AutoEngine::AutoEngine(int32_t comm_size, const simd::SimdParams &simd, const um_params_t &p)
+    : Engine(comm_size), fell_back_(simd.kernel.fell_back), sh_(simd, p),
+      p2p_(sh_), coll_(sh_) {}
+
+Found AutoEngine::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, void *request) {
+    Part &p = part_of(tag);
+    const Found f = p.unexpected.take_message(source, tag, true);
+    if (f.handle == nullptr) {
+        p.posted.push(source, tag, request);
+    }
+    return f;
+}
+
+Found AutoEngine::do_arrive(int32_t source, int32_t tag, const um_hint_t &, void *message) {
+    Part &p = part_of(tag);
+    const Found f = p.posted.take_recv(source, tag);
+    if (f.handle == nullptr) {
+        p.unexpected.push(source, tag, message);
+    }
+    return f;
+}
+
+Found AutoEngine::do_probe(int32_t source, int32_t tag, const um_hint_t &, bool remove) {
+    return part_of(tag).unexpected.take_message(source, tag, remove);
+}
+
+bool AutoEngine::do_cancel(int32_t source, int32_t tag, void *request) {
+    return part_of(tag).posted.cancel(source, tag, request);
+}
+
+void AutoEngine::visit(const Visitor &f) const {
+    for (const Part *p : {&p2p_, &coll_}) {
+        p->posted.visit(true, f);
+        p->unexpected.visit(false, f);
+    }
+}
+
+uint64_t AutoEngine::queues_allocated() const {
+    return p2p_.posted.queues() + p2p_.unexpected.queues() + coll_.posted.queues() +
+           coll_.unexpected.queues();
+}
+
+uint64_t AutoEngine::bytes_used() const { return sizeof(*this) + sh_.pool.bytes() + sh_.index_bytes; }
+
+void AutoEngine::backend_stats(um_stats_t &s) const {
+    for (const Part *p : {&p2p_, &coll_}) {
+        s.indexed += (p->posted.indexed() ? 1 : 0) + (p->unexpected.indexed() ? 1 : 0);
+    }
+    for (const Part *p : {&p2p_, &coll_}) {
+        for (const BlockStats &b : {p->posted.block_stats(), p->unexpected.block_stats()}) {
+            s.blocks += b.blocks;
+            s.holes += b.holes;
+            s.compactions += b.compactions;
+        }
+    }
+    s.reshapes = sh_.reshapes;
+    s.index_bytes = sh_.index_bytes;
+    s.memory_limited = sh_.memory_limited;
+    s.kernel = sh_.k.id;
+    s.kernel_fallback = fell_back_ ? 1 : 0;
+}
+
+} // namespace ubermatch

@@ -1,0 +1,288 @@
+// `auto`: the engine that takes the cheapest search for each queue shape.
+//
+//  - Point-to-point and collective elements live in separate queues (a
+//    collective tag, below UM_ANY_TAG, matches only itself: colpnp.h).
+//  - Each of the four queues (posted and unexpected, of each part) is a plain
+//    list while its searches are short: at depth 0-1, or when matches sit at
+//    the head, nothing beats a head check. When a search has to compare
+//    index_at elements the queue is indexed, and when it falls to list_at
+//    elements it is a list again; the gap between the two keeps a queue from
+//    changing form at every operation.
+//  - Indexed posted receives: exact (source, tag) ones in a hash index of
+//    per-key FIFOs (key_index.h), wildcard ones in SIMD blocks (the `vector`
+//    kernels). Every receive carries its posting sequence number, so an
+//    arrival takes the head of its key's FIFO and, only when wildcards are
+//    queued, the first wildcard that matches, whichever was posted first.
+//  - Indexed unexpected messages: in the hash index by (source, tag) and in
+//    SIMD blocks in arrival order, so an exact receive probes its key and a
+//    wildcard receive scans the blocks. The first message a wildcard matches
+//    is always the head of its key's FIFO (earlier messages of the key would
+//    match it too), so removal from the index is O(1) either way.
+//  - The indices of one engine hold at most max_index_bytes; a queue whose
+//    index would pass it stays a list (counted), and tries again when it has
+//    doubled.
+#ifndef UBERMATCH_MATCHING_AUTO_H
+#define UBERMATCH_MATCHING_AUTO_H
+
+#include "matching/blocks.h"
+#include "matching/engine.h"
+#include "matching/key_index.h"
+#include "matching/queue.h"
+#include "matching/simd/dispatch.h"
+
+namespace ubermatch {
+
+// An element of `auto`: in a list, in a key FIFO, or in a wildcard block;
+// an unexpected message in a key FIFO sits in an arrival block as well.
+struct AutoEntry : Entry {
+    void *block = nullptr; // the block holding it, when it is in one
+    uint32_t slot = 0;
+};
+
+inline AutoEntry *auto_entry(Entry *e) { return static_cast<AutoEntry *>(e); }
+
+// A summary of the keys a block has held since it was started: one bit per
+// tag and per source, folded to 512 bits each, and whether it holds a
+// wildcard. Removal leaves bits set, so it can only say "maybe": a search
+// skips a block it rules out, and compares the rest with the SIMD kernel.
+// Deep wildcard queues are where it pays: ANY_SOURCE receives with other tags
+// rule their blocks out by tag.
+struct BlockFilter {
+    static constexpr unsigned kBits = 512;
+    uint64_t tags[kBits / 64];
+    uint64_t sources[kBits / 64];
+    bool any_tag;
+    bool any_source;
+
+    static unsigned fold(int32_t v) {
+        const uint32_t u = static_cast<uint32_t>(v);
+        return (u ^ (u >> 9) ^ (u >> 18) ^ (u >> 27)) % kBits;
+    }
+    static bool test(const uint64_t *bits, int32_t v) {
+        const unsigned b = fold(v);
+        return (bits[b / 64] >> (b % 64)) & 1;
+    }
+    static void set(uint64_t *bits, int32_t v) {
+        const unsigned b = fold(v);
+        bits[b / 64] |= uint64_t{1} << (b % 64);
+    }
+    void reset() { *this = BlockFilter{}; }
+    void add(int32_t source, int32_t tag) {
+        source == UM_ANY_SOURCE ? void(any_source = true) : set(sources, source);
+        tag == UM_ANY_TAG ? void(any_tag = true) : set(tags, tag);
+    }
+    // Posted: may a receive here match a message (source, tag)? (ANY_TAG
+    // receives refuse negative tags; "maybe" stays true, the kernel decides.)
+    bool may_match_message(int32_t source, int32_t tag) const {
+        return (any_source || test(sources, source)) && (any_tag || test(tags, tag));
+    }
+    // Unexpected: may a message here match a receive (source, tag)?
+    bool may_match_receive(int32_t source, int32_t tag) const {
+        return (source == UM_ANY_SOURCE || test(sources, source)) &&
+               (tag == UM_ANY_TAG || test(tags, tag));
+    }
+};
+
+// SIMD blocks whose slots point back at their elements (and are told when
+// compaction moves them), so that an element found through the key index
+// can leave its block in O(1).
+struct alignas(64) AutoRecvBlock {
+    AutoRecvBlock *next;
+    AutoRecvBlock *prev;
+    uint32_t used;
+    uint64_t first_seq; // of the element put in slot 0: no element here is older
+    BlockFilter filter;
+    alignas(64) int32_t src_val[kSlots];
+    int32_t src_mask[kSlots];
+    int32_t tag_val[kSlots];
+    int32_t tag_mask[kSlots];
+    void *handle[kSlots]; // the AutoEntry
+
+    void fill(unsigned i, AutoEntry *e) {
+        if (i == 0 && used == 1) { // the block's first element (fill comes after used++)
+            filter.reset();
+        }
+        place(i, e);
+    }
+    void clear(unsigned i) {
+        set_key(i, kHoleSource, kHoleTag);
+        handle[i] = nullptr;
+    }
+    void move(unsigned to, const AutoRecvBlock &from, unsigned i) { place(to, auto_entry(static_cast<Entry *>(from.handle[i]))); }
+
+private:
+    void place(unsigned i, AutoEntry *e) {
+        set_key(i, e->source, e->tag);
+        handle[i] = e;
+        e->block = this;
+        e->slot = i;
+        filter.add(e->source, e->tag);
+        if (i == 0) {
+            first_seq = e->seq;
+        }
+    }
+    void set_key(unsigned i, int32_t source, int32_t tag) {
+        const MaskedKey k = masked_key(source, tag);
+        src_val[i] = k.src_val;
+        src_mask[i] = k.src_mask;
+        tag_val[i] = k.tag_val;
+        tag_mask[i] = k.tag_mask;
+    }
+};
+
+struct alignas(64) AutoMsgBlock {
+    AutoMsgBlock *next;
+    AutoMsgBlock *prev;
+    uint32_t used;
+    BlockFilter filter;
+    alignas(64) int32_t src[kSlots];
+    int32_t tag[kSlots];
+    void *handle[kSlots]; // the AutoEntry
+
+    void fill(unsigned i, AutoEntry *e) {
+        if (i == 0 && used == 1) {
+            filter.reset();
+        }
+        place(i, e);
+    }
+    void place(unsigned i, AutoEntry *e) {
+        src[i] = e->source;
+        tag[i] = e->tag;
+        handle[i] = e;
+        e->block = this;
+        e->slot = i;
+        filter.add(e->source, e->tag);
+    }
+    void clear(unsigned i) {
+        src[i] = kHoleSource;
+        tag[i] = kHoleTag;
+        handle[i] = nullptr;
+    }
+    void move(unsigned to, const AutoMsgBlock &from, unsigned i) { place(to, auto_entry(static_cast<Entry *>(from.handle[i]))); }
+};
+
+using AutoPool = Pool<AutoEntry>;
+
+struct BlockStats {
+    uint64_t blocks, holes, compactions;
+};
+
+// What the four queues of one engine share: the thresholds, the kernels, the
+// memory bound with its account, the pool and the sequence numbers.
+struct AutoShared {
+    AutoShared(const simd::SimdParams &simd, const um_params_t &p)
+        : k(*simd.kernel.kernels), compact_threshold(simd.compact_threshold),
+          index_at(static_cast<size_t>(p.index_at)), list_at(static_cast<size_t>(p.list_at)),
+          max_index_bytes(static_cast<size_t>(p.max_index_bytes)) {}
+
+    const simd::Kernels &k;
+    double compact_threshold;
+    size_t index_at;
+    size_t list_at;
+    size_t max_index_bytes;
+    size_t index_bytes = 0; // all four queues' indices now
+    uint64_t reshapes = 0;
+    uint64_t memory_limited = 0;
+    uint64_t seq = 0;
+    AutoPool pool;
+
+    bool index_fits(size_t more) const { return index_bytes + more <= max_index_bytes; }
+};
+
+// Receives or messages (Side) of one part. The list form is `list_`; the
+// indexed form is the key index plus the blocks (only wildcard receives, but
+// every message, sit in blocks).
+template <bool Posted>
+class AutoQueue {
+    using Block = std::conditional_t<Posted, AutoRecvBlock, AutoMsgBlock>;
+
+public:
+    explicit AutoQueue(AutoShared &sh) : sh_(sh), blocks_(sh.compact_threshold), reindex_at_(sh.index_at) {}
+    ~AutoQueue() { sh_.index_bytes -= index_bytes(); }
+    AutoQueue(const AutoQueue &) = delete;
+    AutoQueue &operator=(const AutoQueue &) = delete;
+
+    size_t size() const { return size_; }
+    bool indexed() const { return indexed_; }
+    uint64_t queues() const { return indexed_ ? keys_.keys() + 1 : 1; }
+    BlockStats block_stats() const { return {blocks_.blocks(), blocks_.holes(), blocks_.compactions()}; }
+
+    // Posted only: the earliest receive a message (source, tag) matches, removed.
+    Found take_recv(int32_t source, int32_t tag);
+    // Unexpected only: the earliest message a receive (source, tag) matches,
+    // removed when `remove`.
+    Found take_message(int32_t source, int32_t tag, bool remove);
+    void push(int32_t source, int32_t tag, void *handle);
+    bool cancel(int32_t source, int32_t tag, void *request); // posted only
+    void visit(bool posted, const std::function<void(bool, const QueuedElement &)> &f) const;
+
+private:
+    static bool is_exact(int32_t source, int32_t tag) {
+        return source != UM_ANY_SOURCE && tag != UM_ANY_TAG;
+    }
+    size_t index_bytes() const { return keys_.bytes() + blocks_.bytes(); }
+
+    // Takes e out of whatever holds it and gives it back to the pool.
+    Found take(AutoEntry *e, uint32_t inspected);
+    void place(AutoEntry *e); // into the index
+    Hit<Block> scan(int32_t source, int32_t tag, uint64_t before, uint32_t &inspected) const;
+    // A list whose search had to compare index_at elements is indexed: a deep
+    // queue whose matches sit at its head (a window of receives of one key)
+    // stays a list, where a head check is the cheapest search there is.
+    void maybe_index(uint32_t inspected) {
+        if (inspected >= sh_.index_at && size_ >= reindex_at_) {
+            to_index();
+        }
+    }
+    void to_index();
+    void to_list();
+    // Keeps the index account right around a change of the index.
+    template <typename F>
+    void accounted(F &&f) {
+        const size_t before = index_bytes();
+        f();
+        sh_.index_bytes = sh_.index_bytes - before + index_bytes();
+    }
+
+    AutoShared &sh_;
+    bool indexed_ = false;
+    size_t size_ = 0;
+    PeerQueue list_;
+    KeyIndex keys_;
+    BlockList<Block> blocks_;
+    size_t reindex_at_; // a list of this many elements is indexed (grows when memory denied it)
+};
+
+class AutoEngine final : public Engine {
+public:
+    AutoEngine(int32_t comm_size, const simd::SimdParams &simd, const um_params_t &params);
+    const char *name() const override { return "auto"; }
+
+protected:
+    Found do_post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *request) override;
+    Found do_arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message) override;
+    Found do_probe(int32_t source, int32_t tag, const um_hint_t &hint, bool remove) override;
+    bool do_cancel(int32_t source, int32_t tag, void *request) override;
+    void visit(const Visitor &f) const override;
+    uint64_t queues_allocated() const override;
+    uint64_t bytes_used() const override;
+    void backend_stats(um_stats_t &s) const override;
+
+private:
+    struct Part {
+        explicit Part(AutoShared &sh) : posted(sh), unexpected(sh) {}
+        AutoQueue<true> posted;
+        AutoQueue<false> unexpected;
+    };
+    // Collective tags (below UM_ANY_TAG) match only themselves.
+    Part &part_of(int32_t tag) { return tag < UM_ANY_TAG ? coll_ : p2p_; }
+
+    const bool fell_back_;
+    AutoShared sh_; // before the parts: they use it until destroyed
+    Part p2p_;
+    Part coll_;
+};
+
+} // namespace ubermatch
+
+#endif

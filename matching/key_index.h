@@ -1,0 +1,149 @@
+// A hash index from an exact (source, tag) to the FIFO of the elements that
+// carry it, for the `auto` backend. Open addressing with linear probing, at
+// most half full; a key leaves when its FIFO empties (backward-shift
+// deletion: no tombstones, so probes stay short however long the run).
+//
+// Every element of one key matches the same searches, so a search takes the
+// head of its key's FIFO: one probe instead of a walk over other keys.
+#ifndef UBERMATCH_MATCHING_KEY_INDEX_H
+#define UBERMATCH_MATCHING_KEY_INDEX_H
+
+#include <cstdint>
+#include <vector>
+
+#include "matching/queue.h"
+
+namespace ubermatch {
+
+class KeyIndex {
+public:
+    // Bytes the table would hold after adding one key (for the memory bound).
+    size_t bytes_after_insert() const {
+        return needs_growth() ? grown_capacity() * sizeof(Slot) : bytes();
+    }
+    // Bytes a table of `keys` keys holds at most.
+    static size_t bytes_for(size_t keys) { return capacity_for(keys) * sizeof(Slot); }
+    size_t bytes() const { return slots_.size() * sizeof(Slot); }
+    size_t keys() const { return count_; }
+
+    PeerQueue *find(int32_t source, int32_t tag) {
+        if (count_ == 0) {
+            return nullptr;
+        }
+        const uint64_t k = key_of(source, tag);
+        for (size_t i = home(k);; i = (i + 1) & mask_) {
+            if (slots_[i].key == k) {
+                return &slots_[i].fifo;
+            }
+            if (slots_[i].key == kEmpty) {
+                return nullptr;
+            }
+        }
+    }
+
+    // The FIFO of (source, tag), added empty when the key is new.
+    PeerQueue &insert(int32_t source, int32_t tag) {
+        if (needs_growth()) {
+            rehash(grown_capacity());
+        }
+        const uint64_t k = key_of(source, tag);
+        size_t i = home(k);
+        while (slots_[i].key != k && slots_[i].key != kEmpty) {
+            i = (i + 1) & mask_;
+        }
+        if (slots_[i].key == kEmpty) {
+            slots_[i].key = k;
+            slots_[i].fifo = PeerQueue{};
+            ++count_;
+        }
+        return slots_[i].fifo;
+    }
+
+    // Drops the key of a FIFO that has become empty.
+    void erase(int32_t source, int32_t tag) {
+        const uint64_t k = key_of(source, tag);
+        size_t i = home(k);
+        while (slots_[i].key != k) {
+            i = (i + 1) & mask_;
+        }
+        // Backward shift: pull later members of the probe run into the hole,
+        // unless their home lies cyclically after the hole.
+        for (size_t j = (i + 1) & mask_; slots_[j].key != kEmpty; j = (j + 1) & mask_) {
+            const size_t h = home(slots_[j].key);
+            const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+            if (!stays) {
+                slots_[i] = slots_[j];
+                i = j;
+            }
+        }
+        slots_[i].key = kEmpty;
+        --count_;
+    }
+
+    void clear() {
+        std::vector<Slot>().swap(slots_);
+        mask_ = 0;
+        count_ = 0;
+    }
+
+    template <typename F>
+    void for_each(F &&f) const {
+        for (const Slot &s : slots_) {
+            if (s.key != kEmpty) {
+                f(s.fifo);
+            }
+        }
+    }
+
+private:
+    struct Slot {
+        uint64_t key = kEmpty;
+        PeerQueue fifo;
+    };
+    // No exact key has source 0xFFFFFFFF (UM_ANY_SOURCE).
+    static constexpr uint64_t kEmpty = ~uint64_t{0};
+    static constexpr size_t kMinCapacity = 16;
+
+    static uint64_t key_of(int32_t source, int32_t tag) {
+        return (uint64_t{static_cast<uint32_t>(source)} << 32) | static_cast<uint32_t>(tag);
+    }
+    // Fibonacci hashing: the high bits of the product, spread over the table.
+    size_t home(uint64_t k) const {
+        return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;
+    }
+    bool needs_growth() const { return (count_ + 1) * 2 > slots_.size(); }
+    size_t grown_capacity() const { return slots_.empty() ? kMinCapacity : slots_.size() * 2; }
+    static size_t capacity_for(size_t keys) {
+        size_t c = kMinCapacity;
+        while (keys * 2 > c) {
+            c *= 2;
+        }
+        return c;
+    }
+
+    void rehash(size_t capacity) {
+        std::vector<Slot> old(capacity);
+        old.swap(slots_);
+        mask_ = capacity - 1;
+        shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(capacity));
+        for (const Slot &s : old) {
+            if (s.key == kEmpty) {
+                continue;
+            }
+            size_t i = home(s.key);
+            while (slots_[i].key != kEmpty) {
+                i = (i + 1) & mask_;
+            }
+            slots_[i] = s;
+        }
+    }
+
+    std::vector<Slot> slots_;
+    size_t mask_ = 0;
+    unsigned shift_ = 64;
+    size_t count_ = 0;
+};
+
+} // namespace ubermatch
+
+#endif
