@@ -13,6 +13,7 @@ matching_libubermatch_matching_la_SOURCES = \
 	matching/blocks.h matching/block_engine.h \
 	matching/vector.h matching/vector.cc \
 	matching/fuzzy.h matching/fuzzy.cc \
+	matching/key_index.h matching/auto.h matching/auto.cc \
 	matching/simd/kernels.h matching/simd/kernels_scalar.cc \
 	matching/simd/dispatch.h matching/simd/dispatch.cc
 

@@ -1,5 +1,6 @@
 #include "matching/registry.h"
 
+#include "matching/auto.h"
 #include "matching/bins.h"
 #include "matching/colpnp.h"
 #include "matching/fuzzy.h"
@@ -63,6 +64,13 @@ const std::vector<Backend> &table() {
      [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
          return std::make_unique<FuzzyEngine<uint8_t>>(n, simd::simd_params(p));
      }},
+    {"auto", "lists while searches are short; hashed exact entries and filtered SIMD blocks of wildcards when deep; collective apart",
+     [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
+         const int64_t index_at = checked("index_at", p.index_at, 2, int64_t{1} << 20);
+         checked("list_at", p.list_at, 0, index_at - 1);
+         checked("max_index_bytes", p.max_index_bytes, 0, int64_t{1} << 40);
+         return std::make_unique<AutoEngine>(n, simd::simd_params(p), p);
+     }},
     {"pnp", "partner/non-partner queues for all elements (Ghazimirsaeed et al.)",
      [](int32_t n, const um_params_t &p) { return split("pnp", n, p, false, true); }},
     {"col", "profiled per-collective queues for collective elements, a list for the rest (Ghazimirsaeed et al.)",
@@ -100,6 +108,9 @@ um_params_t default_params() {
     p.theta = 100;
     p.k_c = 8;
     p.k_p = 8;
+    p.index_at = 32;
+    p.list_at = 8;
+    p.max_index_bytes = int64_t{64} << 20;
     return p;
 }
 

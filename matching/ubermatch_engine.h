@@ -107,6 +107,12 @@ typedef struct um_stats {
     uint64_t kernel;          /* um_kernel_t in use (UM_KERNEL_NONE: not a SIMD backend) */
     uint64_t kernel_fallback; /* 1: the requested kernel needs an instruction set this CPU
                                  lacks, and `kernel` is the best one it has */
+    /* auto; 0 for the others. */
+    uint64_t indexed;        /* queues kept indexed now (hash + SIMD), of the four (posted and
+                                unexpected, point-to-point and collective) */
+    uint64_t reshapes;       /* changes of a queue between list and indexed form so far */
+    uint64_t index_bytes;    /* bytes of the indices now (part of `bytes`) */
+    uint64_t memory_limited; /* times max_index_bytes kept a queue a list */
     /* With um_params_t.timers (else 0): nanoseconds spent restructuring queues (pnp's
      * partner extraction, col's level creation), and timed intervals left out for passing
      * timer_cutoff_ns (matching/engine.h, Timers). */
@@ -139,6 +145,15 @@ typedef struct um_params {
     /* pnp, colpnp, list+pnp: dedicated partner/non-partner queues per communicator are at
      * most floor(k_p * sqrt(n)), 1 .. 1024 (default 8). */
     int64_t k_p;
+    /* auto: a list whose search had to compare index_at elements is indexed (hash +
+     * SIMD), 2 .. 1048576 (default 32); an indexed queue down to list_at elements goes
+     * back to a list, 0 .. index_at-1 (default 8): the gap keeps a queue from changing
+     * form at every operation. */
+    int64_t index_at;
+    int64_t list_at;
+    /* auto: bytes the indices of one communicator may hold, 0 .. 2^40 (default 64 MiB;
+     * 0: never index). A queue whose index would pass it stays a list. */
+    int64_t max_index_bytes;
     /* Every backend: time searches and restructuring (stats search_ns, overhead_ns),
      * 0 (default, no clock read) or 1. */
     int64_t timers;

@@ -49,6 +49,8 @@ struct RunResult {
     uint64_t compactions = 0;
     uint64_t kernel = UM_KERNEL_NONE;
     uint64_t queues_grown = 0; // most queues allocated beyond the initial ones (adaptive backends)
+    uint64_t reshapes = 0;       // auto: list <-> indexed changes
+    uint64_t memory_limited = 0; // auto: indexings refused by max_index_bytes
     std::string first_difference; // empty: none
 };
 
@@ -124,6 +126,8 @@ RunResult run_mix(const std::string &backend, const um_params_t &params, const M
     const um_stats_t last = engine->stats();
     res.false_positives = last.false_positives;
     res.compactions = last.compactions;
+    res.reshapes = last.reshapes;
+    res.memory_limited = last.memory_limited;
     return res;
 }
 
@@ -154,6 +158,18 @@ std::vector<Variant> variants() {
         p.compact_threshold = 1.0;
         out.push_back({b.name, std::string(b.name) + "@" + p.kernel + ",no-compaction", p});
     }
+    // auto: changing form at almost every operation, and under a memory bound
+    // so tight that queues keep falling back to lists.
+    um_params_t eager = default_params();
+    eager.kernel = simd::best(simd::cpu_features()).name;
+    eager.index_at = 2;
+    eager.list_at = 1;
+    out.push_back({"auto", "auto,index_at=2,list_at=1", eager});
+    um_params_t tight = eager;
+    tight.index_at = 4;
+    tight.list_at = 2;
+    tight.max_index_bytes = 48 << 10;
+    out.push_back({"auto", "auto,index_at=4,max_index_bytes=48K", tight});
     return out;
 }
 
@@ -171,6 +187,8 @@ TEST_CASE("every backend matches the reference model on random sequences", "[dif
             uint64_t compactions = 0;
             uint64_t kernel = UM_KERNEL_NONE;
             uint64_t queues_grown = 0;
+            uint64_t reshapes = 0;
+            uint64_t memory_limited = 0;
             for (size_t m = 0; m < mixes.size(); ++m) {
                 const uint64_t ops = opt.ops / mixes.size() + (m < opt.ops % mixes.size() ? 1 : 0);
                 const RunResult r = run_mix(v.backend, v.params, mixes[m], opt.seed + m, ops);
@@ -184,6 +202,8 @@ TEST_CASE("every backend matches the reference model on random sequences", "[dif
                 compactions += r.compactions;
                 kernel = r.kernel;
                 queues_grown = std::max(queues_grown, r.queues_grown);
+                reshapes += r.reshapes;
+                memory_limited += r.memory_limited;
             }
             CHECK(total == opt.ops);
             CHECK(matches > total / 4);
@@ -215,6 +235,12 @@ TEST_CASE("every backend matches the reference model on random sequences", "[dif
             if (opt.ops >= 100000 && (v.backend.find("pnp") != std::string::npos ||
                                       v.backend.rfind("col", 0) == 0)) {
                 CHECK(queues_grown > 0);
+            }
+            // auto: the runs cross its thresholds both ways, and a tight bound bites.
+            if (v.backend == "auto" && opt.ops >= 100000) {
+                CHECK(reshapes > 0);
+                CHECK((memory_limited > 0) == (v.params.max_index_bytes < (1 << 20)));
+                std::cout << ", reshapes " << reshapes << ", memory-limited " << memory_limited;
             }
             std::cout << ", "
                       << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()

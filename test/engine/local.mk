@@ -24,3 +24,6 @@ test_engine_unit_tests_SOURCES += test/engine/simd_tests.cc
 
 # Seed 000 item 6: the engine's timers (search and restructuring time).
 test_engine_unit_tests_SOURCES += test/engine/timers_tests.cc
+
+# Issue 7: the auto backend (thresholds, hysteresis, memory bound, collective apart).
+test_engine_unit_tests_SOURCES += test/engine/auto_tests.cc
