@@ -43,8 +43,9 @@ suite "engine tests under ASan+UBSan" sanitized
 # between hosts) with the default backend.
 . scripts/env.sh
 backends=$(build/examples/engine_demo --list-backends)
-suite "component checks (ompi_info, bad settings)" \
-    test/mpi/check-component.sh build/examples/mpi/pingpong_demo "$(echo $backends | sed 's/ /, /g')"
+suite "component checks (ompi_info, bad settings, coll/ubermatch)" \
+    test/mpi/check-component.sh build/examples/mpi/pingpong_demo "$(echo $backends | sed 's/ /, /g')" \
+    build/examples/mpi/coll_demo
 for backend in $backends; do
     suite "MPI tests, backend $backend" test/mpi/run-mpi-tests.sh build/test-mpi \
         --mca pml ubermatch --mca pml_ubermatch_backend "$backend"

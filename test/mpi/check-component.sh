@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Checks of the component as a user meets it: ompi_info lists every MCA
-# parameter with its description and valid values, and bad settings stop
-# start-up with a message that names the valid choices.
-# usage: test/mpi/check-component.sh PROGRAM "list, perpeer, ..."
+# Checks of the components as a user meets them: ompi_info lists every MCA
+# parameter with its description and valid values, bad settings stop
+# start-up with a message that names the valid choices, and coll/ubermatch
+# reports collectives to the PML under pml ubermatch and stays out of the way
+# under ob1.
+# usage: test/mpi/check-component.sh PROGRAM "list, perpeer, ..." [COLL_PROGRAM]
 #   PROGRAM: an MPI program to start (e.g. pingpong_demo); then the registered
-#   backends as the engine names them (engine_demo --list-backends, joined by ", ").
+#   backends as the engine names them (engine_demo --list-backends, joined by ", ");
+#   COLL_PROGRAM: examples/mpi/coll_demo (default: beside PROGRAM).
 set -uo pipefail
-program=${1:?usage: check-component.sh PROGRAM BACKENDS}
-backends=${2:?usage: check-component.sh PROGRAM BACKENDS}
+program=${1:?usage: check-component.sh PROGRAM BACKENDS [COLL_PROGRAM]}
+backends=${2:?usage: check-component.sh PROGRAM BACKENDS [COLL_PROGRAM]}
+coll_program=${3:-$(dirname "$program")/coll_demo}
 failed=0
 check() { # description, command...
     local what=$1
@@ -58,5 +62,44 @@ check "point-to-point messages carry none" grep -Eq '\([1-9][0-9]* p2p' <<<"$out
 # A good setting runs.
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend bins --mca pml_ubermatch_bins 7 "$program" 2>&1)
 check "bins = 7 runs" test $? -eq 0
+
+# coll/ubermatch: its parameters; under pml ubermatch it is active and the PML hears of
+# every collective of coll_demo with its message size and communicator size (verbose 3),
+# the messages of MPI_Iallreduce are hinted as that call's through its tags, and none
+# falls back to its tag (print_stats).
+info=$(ompi_info --param coll ubermatch --level 9 2>&1)
+for param in priority verbose; do
+    check "ompi_info lists coll_ubermatch_$param" grep -q "parameter \"coll_ubermatch_$param\"" <<<"$info"
+done
+out=$(timeout 60 mpirun -np 4 --mca pml ubermatch --mca coll_ubermatch_verbose 1 \
+    --mca pml_ubermatch_verbose 3 --mca pml_ubermatch_print_stats 1 "$coll_program" 2>&1)
+rc=$?
+check "coll_demo runs under pml ubermatch" test $rc -eq 0
+check "coll/ubermatch is active on every rank" test "$(grep -c 'coll_ubermatch: active' <<<"$out")" -eq 4
+check "MPI_Allreduce of 1000 doubles reaches the PML as 8000 bytes on 4 processes" \
+    test "$(grep -c 'MPI_COMM_WORLD (cid 0): allreduce begins: 8000 bytes, 4 processes' <<<"$out")" -eq 4
+check "MPI_Bcast of 256 ints reaches the PML as 1024 bytes" \
+    test "$(grep -c 'MPI_COMM_WORLD (cid 0): bcast begins: 1024 bytes, 4 processes' <<<"$out")" -eq 4
+check "MPI_Iallreduce reaches the PML with the tags it reserved" \
+    test "$(grep -Ec 'MPI_COMM_WORLD \(cid 0\): iallreduce started: 2000 bytes, 4 processes, tags -[0-9]+\.\.-[0-9]+' <<<"$out")" -eq 4
+check "messages of a nonblocking collective are hinted as its call, by their tags" \
+    grep -Eq "MPI_COMM_WORLD \(cid 0\): coll/ubermatch reported 5 calls \(1 nonblocking, 0 nested\); .* by a nonblocking call's tags [1-9]" <<<"$out"
+check "no collective message of coll_demo falls back to its tag" \
+    test "$(grep -c 'coll/ubermatch reported 5 calls .*by their tag alone 0$' <<<"$out")" -eq 4
+check "collective messages reach the engine as collective" grep -Eq '[1-9][0-9]* collective\)' <<<"$out"
+
+# Without coll/ubermatch the tags still classify the collective traffic.
+out=$(timeout 60 mpirun -np 4 --mca pml ubermatch --mca coll ^ubermatch --mca pml_ubermatch_print_stats 1 \
+    "$coll_program" 2>&1)
+check "without coll/ubermatch collective messages are hinted by their tags" \
+    grep -Eq 'coll/ubermatch reported 0 calls .*by their tag alone [1-9]' <<<"$out"
+
+# Under another PML it stays inactive, and the collectives run.
+out=$(timeout 60 mpirun -np 4 --mca pml ob1 --mca coll_ubermatch_verbose 1 "$coll_program" 2>&1)
+rc=$?
+check "coll_demo runs under pml ob1" test $rc -eq 0
+check "coll/ubermatch is inactive under pml ob1" \
+    test "$(grep -c 'coll_ubermatch: not active: the PML is ob1, not ubermatch' <<<"$out")" -eq 4
+check "coll_demo's collectives are right under pml ob1" grep -q 'coll_demo: 4 ranks, .* 0 errors, OK' <<<"$out"
 
 exit $failed

@@ -41,16 +41,18 @@
 #   intercomm      5    intercommunicator p2p (groups of 3 and 2), merge
 #   threads        2    MPI_THREAD_MULTIPLE, 4 threads per rank
 #   collectives    5    blocking and nonblocking collectives, world + split
+#   coll_variants  5    the other collectives: v/w variants, scans,
+#                       reduce_scatter, intercommunicator, neighbourhood
 #   newcomm        8    sends right after Comm_dup/split/create
 # A test not in this table runs with 2 ranks.
 set -u
 
-TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives newcomm"
+TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm"
 ranks_of() {
     case "$1" in
     ordering) echo 6 ;;
     unexpected | probe) echo 3 ;;
-    intercomm | collectives) echo 5 ;;
+    intercomm | collectives | coll_variants) echo 5 ;;
     newcomm) echo 8 ;;
     *) echo 2 ;;
     esac

@@ -10,6 +10,8 @@ ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_SOURCES = \
 	ompi/mca/pml/ubermatch/pml_ubermatch_request.h \
 	ompi/mca/pml/ubermatch/pml_ubermatch_request.c \
 	ompi/mca/pml/ubermatch/pml_ubermatch_pvar.c \
+	ompi/mca/pml/ubermatch/pml_ubermatch_coll_hooks.h \
+	ompi/mca/pml/ubermatch/pml_ubermatch_coll.c \
 	ompi/mca/pml/ubermatch/protocol/um_protocol.h \
 	ompi/mca/pml/ubermatch/protocol/protocol.h \
 	ompi/mca/pml/ubermatch/protocol/protocol.cc \

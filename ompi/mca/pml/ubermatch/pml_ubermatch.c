@@ -252,17 +252,22 @@ int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs)
 
 int mca_pml_ubermatch_add_comm(struct ompi_communicator_t *comm)
 {
-    um_proto_comm_t *state;
+    mca_pml_ubermatch_comm_t *state = malloc(sizeof(*state));
     char err[512];
 
+    if (NULL == state) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
     if (UM_PROTO_OK != um_proto_comm_create(mca_pml_ubermatch.proto, comm->c_contextid,
                                             ompi_comm_rank(comm),
-                                            mca_pml_ubermatch_peer_count(comm), &state, err,
-                                            sizeof(err))) {
+                                            mca_pml_ubermatch_peer_count(comm), &state->proto,
+                                            err, sizeof(err))) {
         opal_output(0, "pml_ubermatch: cannot create the matching engine of %s: %s",
                     comm->c_name, err);
+        free(state);
         return OMPI_ERR_BAD_PARAM;
     }
+    mca_pml_ubermatch_coll_construct(&state->coll);
     comm->c_pml_comm = (struct mca_pml_comm_t *) state;
     PML_UM_VERBOSE(2, "communicator %u (%s): %d peers, engine %s", comm->c_contextid,
                    comm->c_name, mca_pml_ubermatch_peer_count(comm),
@@ -322,15 +327,18 @@ static void print_stats(struct ompi_communicator_t *comm)
 
 int mca_pml_ubermatch_del_comm(struct ompi_communicator_t *comm)
 {
-    um_proto_comm_t *state = mca_pml_ubermatch_comm(comm);
+    mca_pml_ubermatch_comm_t *state = (mca_pml_ubermatch_comm_t *) comm->c_pml_comm;
     if (NULL == state) {
         return OMPI_SUCCESS;
     }
     if (mca_pml_ubermatch.config.print_stats) {
         print_stats(comm);
+        mca_pml_ubermatch_coll_print_stats(comm);
     }
-    um_proto_comm_destroy(mca_pml_ubermatch.proto, state);
+    um_proto_comm_destroy(mca_pml_ubermatch.proto, state->proto);
+    mca_pml_ubermatch_coll_destruct(&state->coll);
     comm->c_pml_comm = NULL;
+    free(state);
     return OMPI_SUCCESS;
 }
 
@@ -353,12 +361,15 @@ void mca_pml_ubermatch_hint(int tag, size_t bytes, struct ompi_communicator_t *c
     hint->comm_size = (uint32_t) mca_pml_ubermatch_peer_count(comm);
     if (tag >= 0 || MPI_ANY_TAG == tag) {
         hint->coll = UM_COLL_NONE;
+    } else if (mca_pml_ubermatch_coll_hint(comm, tag, hint)) {
+        /* coll/ubermatch named the collective, its message size and communicator size */
     } else if (tag <= MCA_COLL_BASE_TAG_ALLGATHER && tag >= MCA_COLL_BASE_TAG_SCATTERV) {
         hint->coll = blocking[MCA_COLL_BASE_TAG_ALLGATHER - tag];
     } else if (tag <= MCA_COLL_BASE_TAG_NEIGHBOR_BASE && tag >= MCA_COLL_BASE_TAG_NEIGHBOR_END) {
         hint->coll = UM_COLL_NEIGHBOR;
     } else {
-        hint->coll = UM_COLL_OTHER; /* nonblocking collectives and other internal traffic */
+        hint->coll = UM_COLL_OTHER; /* nonblocking collectives coll/ubermatch did not see,
+                                       and other internal traffic */
     }
 }
 

@@ -16,6 +16,7 @@
 #include "opal/threads/mutex.h"
 #include "opal/util/output.h"
 
+#include "ompi/mca/pml/ubermatch/pml_ubermatch_coll_hooks.h"
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
 
 BEGIN_C_DECLS
@@ -58,10 +59,39 @@ extern mca_pml_ubermatch_module_t mca_pml_ubermatch;
         }                                                                            \
     } while (0)
 
-/* The protocol's state of a communicator. */
+/* Tag ranges of a communicator's latest nonblocking collectives, kept for their hints. */
+#define PML_UM_COLL_RANGES 32
+
+/* What coll/ubermatch told us about a communicator's collectives
+ * (pml_ubermatch_coll.c). */
+typedef struct mca_pml_ubermatch_coll_state {
+    opal_mutex_t lock; /* with threads: libnbc progresses from any thread */
+    int depth;         /* calls open now, nested ones included */
+    um_hint_t call;    /* the outermost open call, the hint of every collective message meanwhile */
+    bool engine_call;  /* it is blocking: the engine was told where it begins and ends */
+    struct {
+        int32_t low, high; /* tags [low, high] */
+        um_hint_t hint;    /* the nonblocking call that reserved them */
+    } ranges[PML_UM_COLL_RANGES];
+    unsigned next_range; /* the oldest, overwritten next */
+    /* For print_stats: outermost calls reported, nonblocking ones, nested calls; the
+     * collective messages (sends, receives, probes) whose hint came from the open call,
+     * from a nonblocking call's tags, or from the tag alone. */
+    uint64_t calls, nonblocking_calls, nested_calls;
+    uint64_t by_call, by_range, by_tag;
+} mca_pml_ubermatch_coll_state_t;
+
+/* The PML's state of a communicator (comm->c_pml_comm). */
+typedef struct mca_pml_ubermatch_comm {
+    um_proto_comm_t *proto;
+    mca_pml_ubermatch_coll_state_t coll;
+} mca_pml_ubermatch_comm_t;
+
+/* The protocol's state of a communicator; NULL before add_comm and after del_comm. */
 static inline um_proto_comm_t *mca_pml_ubermatch_comm(struct ompi_communicator_t *comm)
 {
-    return (um_proto_comm_t *) comm->c_pml_comm;
+    mca_pml_ubermatch_comm_t *c = (mca_pml_ubermatch_comm_t *) comm->c_pml_comm;
+    return OPAL_LIKELY(NULL != c) ? c->proto : NULL;
 }
 
 /* The group this process sends to and receives from. */
@@ -70,9 +100,20 @@ static inline int mca_pml_ubermatch_peer_count(struct ompi_communicator_t *comm)
     return OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : ompi_comm_size(comm);
 }
 
-/* The engine hint of a tag: collective tags are negative. */
+/* The engine hint of a message: collective tags are negative; coll/ubermatch's
+ * calls name their collective, else the tag does. */
 void mca_pml_ubermatch_hint(int tag, size_t bytes, struct ompi_communicator_t *comm,
                             um_hint_t *hint);
+
+/* pml_ubermatch_coll.c: the hooks coll/ubermatch calls, published in the MCA
+ * variable pml_ubermatch_coll_hooks; the per-communicator state; the hint of a
+ * collective message from what coll/ubermatch told (false: it told nothing
+ * about this one). */
+int mca_pml_ubermatch_register_coll_hooks(void);
+void mca_pml_ubermatch_coll_construct(mca_pml_ubermatch_coll_state_t *state);
+void mca_pml_ubermatch_coll_destruct(mca_pml_ubermatch_coll_state_t *state);
+bool mca_pml_ubermatch_coll_hint(struct ompi_communicator_t *comm, int tag, um_hint_t *hint);
+void mca_pml_ubermatch_coll_print_stats(struct ompi_communicator_t *comm);
 
 um_proto_peer_t *mca_pml_ubermatch_peer(struct ompi_communicator_t *comm, int rank);
 

@@ -138,7 +138,8 @@ static int mca_pml_ubermatch_component_register(void)
 
     cfg->verbose = 0;
     (void) register_var("verbose", "Verbosity of the ubermatch PML (0: errors only, 1: "
-                        "start-up and statistics, 2: connections and communicators)",
+                        "start-up and statistics, 2: connections and communicators, 3: every "
+                        "collective call coll/ubermatch reports)",
                         MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &cfg->verbose);
 
     cfg->print_stats = false;
@@ -158,6 +159,10 @@ static int mca_pml_ubermatch_component_register(void)
                         "e.g. 8k or auto); empty: UCX's default",
                         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &cfg->ucx_rndv_thresh);
 
+    rc = mca_pml_ubermatch_register_coll_hooks();
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
     return mca_pml_ubermatch_register_pvars();
 }
 

@@ -156,4 +156,12 @@ int um_proto_msg_recv(um_proto_t *proto, um_proto_msg_t *msg, um_proto_recv_t *r
     }
 }
 
+int um_proto_collective(um_proto_t *proto, um_proto_comm_t *comm, const um_hint_t *hint,
+                        int begin) {
+    if (hint == nullptr) {
+        return UM_PROTO_ERROR;
+    }
+    return cxx(proto)->collective(cxx(comm), *hint, begin != 0);
+}
+
 } // extern "C"

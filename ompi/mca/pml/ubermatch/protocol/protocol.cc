@@ -581,4 +581,10 @@ int Protocol::probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hi
 
 void Protocol::msg_recv(Message *msg, um_proto_recv_t *recv) { deliver(recv, msg); }
 
+int Protocol::collective(Comm *comm, const um_hint_t &hint, bool begin) {
+    Guard guard(*this);
+    const int rc = begin ? comm->engine->collective_begin(hint) : comm->engine->collective_end(hint);
+    return rc == UM_OK ? UM_PROTO_OK : UM_PROTO_ERROR;
+}
+
 } // namespace ubermatch::protocol

@@ -130,6 +130,8 @@ public:
     int probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
               Message **found);
     void msg_recv(Message *msg, um_proto_recv_t *recv);
+    // A collective call begins or ends on comm (the engine's collective_begin/end).
+    int collective(Comm *comm, const um_hint_t &hint, bool begin);
 
 private:
     static ucs_status_t am_message_cb(void *arg, const void *header, size_t header_length,

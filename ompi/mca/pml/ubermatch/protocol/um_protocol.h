@@ -130,6 +130,12 @@ int um_proto_probe(um_proto_t *proto, um_proto_comm_t *comm, int32_t source, int
                    um_proto_msg_t **msg);
 int um_proto_msg_recv(um_proto_t *proto, um_proto_msg_t *msg, um_proto_recv_t *recv);
 
+/* A call of the collective hint->coll (with hint->msg_size, hint->comm_size)
+ * begins (begin != 0) or ends on comm: the engine's collective_begin/end.
+ * UM_PROTO_ERROR when hint->coll is not a collective. */
+int um_proto_collective(um_proto_t *proto, um_proto_comm_t *comm, const um_hint_t *hint,
+                        int begin);
+
 #ifdef __cplusplus
 }
 #endif
