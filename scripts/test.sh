@@ -40,7 +40,7 @@ sanitized() {
 suite "engine tests under ASan+UBSan" sanitized
 
 # MPI tests under mpirun, with every backend, then once over TCP (the path
-# between hosts) with the default backend.
+# between hosts) with the default backend (auto).
 . scripts/env.sh
 backends=$(build/examples/engine_demo --list-backends)
 suite "component checks (ompi_info, bad settings, coll/ubermatch)" \
@@ -50,6 +50,11 @@ for backend in $backends; do
     suite "MPI tests, backend $backend" test/mpi/run-mpi-tests.sh build/test-mpi \
         --mca pml ubermatch --mca pml_ubermatch_backend "$backend"
 done
+# auto with thresholds that index every queue of two elements: the indexed
+# forms and the changes between forms under real MPI traffic.
+suite "MPI tests, backend auto indexing at 2 elements" test/mpi/run-mpi-tests.sh build/test-mpi \
+    --mca pml ubermatch --mca pml_ubermatch_backend auto \
+    --mca pml_ubermatch_index_at 2 --mca pml_ubermatch_list_at 1
 suite "MPI tests over TCP (UCX_TLS=tcp,self)" test/mpi/run-mpi-tests.sh build/test-mpi \
     --mca pml ubermatch -x UCX_TLS=tcp,self
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build

@@ -25,7 +25,7 @@ check() { # description, command...
 }
 
 info=$(ompi_info --param pml ubermatch --level 9 2>&1)
-for param in backend bins kernel compact_threshold theta k_c k_p verbose print_stats ucx_tls ucx_rndv_thresh priority; do
+for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh priority; do
     check "ompi_info lists pml_ubermatch_$param" grep -q "parameter \"pml_ubermatch_$param\"" <<<"$info"
 done
 check "ompi_info names the valid backends" grep -qF "Valid values: $backends" <<<"$info"
@@ -45,6 +45,19 @@ out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend bi
 rc=$?
 check "bins = 0 fails start-up" test $rc -ne 0
 check "bins = 0 names the valid range" grep -q "bins = 0 is out of range; valid values are 1 .. 1048576" <<<"$out"
+
+# auto: list_at must stay below index_at (the hysteresis gap).
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend auto --mca pml_ubermatch_index_at 16 --mca pml_ubermatch_list_at 16 "$program" 2>&1)
+rc=$?
+check "list_at = index_at fails start-up" test $rc -ne 0
+check "list_at = index_at names the valid range" grep -q "list_at = 16 is out of range; valid values are 0 .. 15" <<<"$out"
+check "the default backend is auto" grep -q 'parameter "pml_ubermatch_backend" (current value: "auto"' <<<"$info"
+
+# auto indexes deep queues (pingpong_demo queues 16 unexpected messages; index_at 4
+# indexes them) and reports it.
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_index_at 4 --mca pml_ubermatch_list_at 2 --mca pml_ubermatch_print_stats 1 "$program" 2>&1)
+check "auto with index_at 4 runs" test $? -eq 0
+check "auto reports its changes of form" grep -Eq 'auto: [0-4] of 4 queues indexed now, [1-9][0-9]* changes of form' <<<"$out"
 
 # An unknown SIMD kernel is refused whatever the backend, with the valid ones.
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_kernel sse9 "$program" 2>&1)

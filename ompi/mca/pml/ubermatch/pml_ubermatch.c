@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/ubermatch/pml_ubermatch_request.h"
@@ -74,6 +75,10 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     config.params.theta = cfg->theta;
     config.params.k_c = cfg->k_c;
     config.params.k_p = cfg->k_p;
+    config.params.index_at = cfg->index_at;
+    config.params.list_at = cfg->list_at;
+    config.params.max_index_bytes = cfg->max_index_bytes > (size_t) INT64_MAX
+                                        ? INT64_MAX : (int64_t) cfg->max_index_bytes;
     config.params.timers = cfg->timers ? 1 : 0;
     config.params.timer_cutoff_ns = cfg->timer_cutoff_ns > (unsigned long long) INT64_MAX
                                         ? INT64_MAX
@@ -110,6 +115,7 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
         goto fail;
     }
     OBJ_CONSTRUCT(&mca_pml_ubermatch.connect_lock, opal_mutex_t);
+    mca_pml_ubermatch_completed_send_init();
 
     rc = publish_address();
     if (OMPI_SUCCESS != rc) {
@@ -148,6 +154,7 @@ int mca_pml_ubermatch_fini_module(void)
     mca_pml_ubermatch.proto = NULL;
     OBJ_DESTRUCT(&mca_pml_ubermatch.requests);
     OBJ_DESTRUCT(&mca_pml_ubermatch.connect_lock);
+    mca_pml_ubermatch_completed_send_fini();
     return OMPI_SUCCESS;
 }
 
@@ -308,6 +315,14 @@ static void print_stats(struct ompi_communicator_t *comm)
                 (unsigned long long) s.blocks, (unsigned long long) s.holes,
                 (unsigned long long) s.compactions);
     }
+    if (0 == strcmp(um_proto_backend(mca_pml_ubermatch.proto), "auto")) {
+        fprintf(stderr,
+                "[ubermatch] rank %u, %s: auto: %llu of 4 queues indexed now, %llu changes of "
+                "form, index %llu bytes, %llu times kept a list by max_index_bytes\n",
+                (unsigned) OMPI_PROC_MY_NAME->vpid, comm->c_name,
+                (unsigned long long) s.indexed, (unsigned long long) s.reshapes,
+                (unsigned long long) s.index_bytes, (unsigned long long) s.memory_limited);
+    }
     if (mca_pml_ubermatch.config.timers) {
         fprintf(stderr,
                 "[ubermatch] rank %u, %s: search ns p2p %llu (posted queue %llu), collective "
@@ -392,9 +407,14 @@ int mca_pml_ubermatch_isend(const void *buf, size_t count, ompi_datatype_t *data
                             int tag, mca_pml_base_send_mode_t mode,
                             struct ompi_communicator_t *comm, struct ompi_request_t **request)
 {
-    mca_pml_ubermatch_request_t *req = mca_pml_ubermatch_request_alloc(
-        PML_UM_SEND, false, buf, count, datatype, dst, tag, mode, comm);
+    mca_pml_ubermatch_request_t *req;
     int rc;
+    if (mca_pml_ubermatch_send_now(buf, count, datatype, dst, tag, mode, comm)) {
+        *request = &mca_pml_ubermatch.completed_send;
+        return OMPI_SUCCESS;
+    }
+    req = mca_pml_ubermatch_request_alloc(PML_UM_SEND, false, buf, count, datatype, dst, tag, mode,
+                                          comm);
     if (OPAL_UNLIKELY(NULL == req)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -428,6 +448,9 @@ int mca_pml_ubermatch_send(const void *buf, size_t count, ompi_datatype_t *datat
     int rc = mca_pml_ubermatch_isend(buf, count, datatype, dst, tag, mode, comm, &request);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
+    }
+    if (&mca_pml_ubermatch.completed_send == request) {
+        return OMPI_SUCCESS;
     }
     return wait_and_release((mca_pml_ubermatch_request_t *) request, NULL);
 }

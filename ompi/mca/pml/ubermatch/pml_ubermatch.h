@@ -31,6 +31,9 @@ typedef struct mca_pml_ubermatch_config {
     int theta;          /* pnp: queue length that makes partners */
     int k_c;            /* col: at most k_c * sqrt(n) collective queues */
     int k_p;            /* pnp: at most k_p * sqrt(n) partner queues */
+    int index_at;       /* auto: a search this deep indexes its queue */
+    int list_at;        /* auto: an indexed queue this short is a list again */
+    size_t max_index_bytes; /* auto: bytes of the indices per communicator */
     bool timers;        /* the engine times its searches and restructuring */
     unsigned long long timer_cutoff_ns; /* timed intervals longer than this are left out */
     char *kernel_detected; /* read-only: what "auto" picks on this CPU */
@@ -45,6 +48,9 @@ typedef struct mca_pml_ubermatch_module {
     mca_pml_ubermatch_config_t config;
     um_proto_t *proto;
     opal_free_list_t requests;
+    /* What MPI_Isend returns for a send that completed inside the call: one
+     * request, always complete, that MPI_Wait and MPI_Request_free leave alone. */
+    ompi_request_t completed_send;
     opal_mutex_t connect_lock; /* one endpoint per peer, also with threads */
     int output;                /* opal_output stream for verbose messages */
 } mca_pml_ubermatch_module_t;

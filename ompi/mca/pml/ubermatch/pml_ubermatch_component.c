@@ -55,7 +55,7 @@ static int register_backend(void)
     snprintf(help, sizeof(help),
              "Matching engine of every communicator, chosen at run time. Valid values: %s",
              um_backend_names());
-    mca_pml_ubermatch.config.backend = "bins"; /* flat at every depth and spread of sources */
+    mca_pml_ubermatch.config.backend = "auto"; /* the cheapest search for each queue shape */
     rc = register_var("backend", help, MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_3,
                       &mca_pml_ubermatch.config.backend);
     return rc < 0 ? rc : OPAL_SUCCESS;
@@ -124,6 +124,20 @@ static int mca_pml_ubermatch_component_register(void)
     (void) register_var("k_p", "pnp, colpnp, list+pnp engines: at most k_p * sqrt(n) partner "
                         "queues per communicator of n processes (1 .. 1024)",
                         MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &cfg->k_p);
+    cfg->index_at = (int) defaults.index_at;
+    (void) register_var("index_at", "auto engine: a queue where a search had to compare this "
+                        "many elements is indexed (exact entries hashed, wildcards in filtered SIMD "
+                        "blocks) (2 .. 1048576)",
+                        MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &cfg->index_at);
+    cfg->list_at = (int) defaults.list_at;
+    (void) register_var("list_at", "auto engine: an indexed queue down to this many elements is "
+                        "a plain list again (0 .. index_at-1; the gap is the hysteresis)",
+                        MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &cfg->list_at);
+    cfg->max_index_bytes = (size_t) defaults.max_index_bytes;
+    (void) register_var("max_index_bytes", "auto engine: bytes the indices of one communicator "
+                        "may hold; a queue whose index would pass it stays a list (0: never "
+                        "index; at most 2^40)",
+                        MCA_BASE_VAR_TYPE_SIZE_T, OPAL_INFO_LVL_4, &cfg->max_index_bytes);
     cfg->timers = false;
     (void) register_var("timers", "Time every engine's searches and queue restructuring (pvars "
                         "*_search_ns and overhead_ns, print_stats); off: no clock is read",

@@ -213,6 +213,67 @@ static int send_start(mca_pml_ubermatch_request_t *req)
     return OMPI_SUCCESS;
 }
 
+bool mca_pml_ubermatch_send_now(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                                int tag, mca_pml_base_send_mode_t mode,
+                                struct ompi_communicator_t *comm)
+{
+    size_t size;
+    const void *data;
+    um_proto_peer_t *peer;
+    um_hint_t hint;
+
+    if (MCA_PML_BASE_SEND_SYNCHRONOUS == mode || MCA_PML_BASE_SEND_BUFFERED == mode) {
+        return false;
+    }
+    size = packed_size(count, datatype);
+    data = contiguous_base(buf, count, datatype);
+    if (NULL == data && size > 0) {
+        return false;
+    }
+    peer = mca_pml_ubermatch_peer(comm, dst);
+    if (OPAL_UNLIKELY(NULL == peer)) {
+        return false; /* the request path reports it */
+    }
+    mca_pml_ubermatch_hint(tag, size, comm, &hint);
+    return 1 == um_proto_send_now(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer,
+                                  dst, tag, &hint, data, size);
+}
+
+static int completed_send_free(ompi_request_t **rptr)
+{
+    *rptr = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static int completed_send_cancel(ompi_request_t *req, int flag)
+{
+    (void) req;
+    (void) flag;
+    return OMPI_SUCCESS; /* already complete: nothing to cancel */
+}
+
+void mca_pml_ubermatch_completed_send_init(void)
+{
+    ompi_request_t *req = &mca_pml_ubermatch.completed_send;
+    OBJ_CONSTRUCT(req, ompi_request_t);
+    OMPI_REQUEST_INIT(req, false);
+    req->req_type = OMPI_REQUEST_PML;
+    req->req_state = OMPI_REQUEST_ACTIVE;
+    req->req_free = completed_send_free;
+    req->req_cancel = completed_send_cancel;
+    req->req_mpi_object.comm = &ompi_mpi_comm_world.comm;
+    reset_status(&req->req_status);
+    ompi_request_complete(req, false);
+}
+
+void mca_pml_ubermatch_completed_send_fini(void)
+{
+    ompi_request_t *req = &mca_pml_ubermatch.completed_send;
+    req->req_state = OMPI_REQUEST_INVALID;
+    OMPI_REQUEST_FINI(req);
+    OBJ_DESTRUCT(req);
+}
+
 static void recv_prepare(mca_pml_ubermatch_request_t *req)
 {
     struct ompi_communicator_t *comm = req->ompi.req_mpi_object.comm;

@@ -50,6 +50,15 @@ int mca_pml_ubermatch_request_start(mca_pml_ubermatch_request_t *req);
 /* Receives an mprobe'd message into the request. */
 int mca_pml_ubermatch_request_start_mrecv(mca_pml_ubermatch_request_t *req, um_proto_msg_t *msg);
 
+/* A standard or ready send of contiguous data that UCX completes inside the
+ * call (short messages, single-threaded): true when it went, with no request
+ * needed; false when it did not, and nothing happened. */
+bool mca_pml_ubermatch_send_now(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                                int tag, mca_pml_base_send_mode_t mode,
+                                struct ompi_communicator_t *comm);
+void mca_pml_ubermatch_completed_send_init(void);
+void mca_pml_ubermatch_completed_send_fini(void);
+
 /* The protocol core's completion callbacks. */
 extern const um_proto_callbacks_t mca_pml_ubermatch_callbacks;
 

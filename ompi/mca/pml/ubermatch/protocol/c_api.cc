@@ -113,6 +113,15 @@ int um_proto_send(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *pee
                             cookie);
 }
 
+int um_proto_send_now(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer,
+                      int32_t dst, int32_t tag, const um_hint_t *hint, const void *data,
+                      size_t length) {
+    return cxx(proto)->send_now(cxx(comm), ep_of(peer), dst, tag, hint != nullptr ? *hint : kNoHint,
+                                data, length)
+               ? 1
+               : 0;
+}
+
 int um_proto_post_recv(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *recv) {
     try {
         return cxx(proto)->recv(cxx(comm), recv);

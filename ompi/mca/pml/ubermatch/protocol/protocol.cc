@@ -255,25 +255,32 @@ size_t Protocol::held() {
 
 ucs_status_t Protocol::am_message_cb(void *arg, const void *header, size_t header_length,
                                      void *data, size_t length, const ucp_am_recv_param_t *param) {
-    if (header_length != sizeof(WireHeader)) {
+    if (header_length != sizeof(WireHeader) && header_length != kShortHeader) {
         return UCS_OK; // not ours: drop
     }
-    WireHeader hdr;
-    std::memcpy(&hdr, header, sizeof hdr);
+    WireHeader hdr{};
+    std::memcpy(&hdr, header, header_length);
     return static_cast<Protocol *>(arg)->on_message(hdr, data, length, param);
 }
 
 ucs_status_t Protocol::on_message(const WireHeader &hdr, void *data, size_t length,
                                   const ucp_am_recv_param_t *param) {
-    Message *msg = new Message{hdr, length, data, nullptr, false, false};
-    msg->rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-    if ((hdr.flags & kFlagSync) && (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-        msg->reply_ep = param->reply_ep;
-    }
     Actions actions;
     bool kept;
+    Message *msg;
     {
         Guard guard(*this);
+        msg = messages_.get();
+        msg->hdr = hdr;
+        msg->length = length;
+        msg->data = data;
+        msg->reply_ep = nullptr;
+        msg->rndv = false;
+        msg->stored = false;
+        msg->rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+        if ((hdr.flags & kFlagSync) && (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+            msg->reply_ep = param->reply_ep;
+        }
         Comm *comm = find_comm(hdr.cid);
         if (comm != nullptr) {
             kept = accept(*comm, msg, actions);
@@ -337,14 +344,14 @@ void Protocol::store(Message *msg) {
     if (msg->rndv || msg->stored) {
         return; // a rendezvous descriptor stays with UCX until received
     }
-    void *copy = nullptr;
-    if (msg->length > 0) {
+    void *copy = msg->inline_data;
+    if (msg->length > sizeof msg->inline_data) {
         copy = std::malloc(msg->length);
         if (copy == nullptr) {
             throw std::bad_alloc();
         }
-        std::memcpy(copy, msg->data, msg->length);
     }
+    std::memcpy(copy, msg->data, msg->length);
     msg->data = copy;
     msg->stored = true;
 }
@@ -432,7 +439,7 @@ void Protocol::rndv_cb(void *request, ucs_status_t status, size_t, void *user_da
     auto *op = static_cast<RndvOp *>(user_data);
     Protocol *self = op->proto;
     const Message msg = *op->msg;
-    delete op->msg; // UCX took the descriptor with the receive
+    self->recycle(op->msg); // UCX took the descriptor with the receive
     if (op->scratch != nullptr) {
         if (status == UCS_OK) {
             self->copy_out(op->recv, op->scratch, std::min(msg.length, op->recv->capacity));
@@ -455,10 +462,15 @@ void Protocol::rndv_cb(void *request, ucs_status_t status, size_t, void *user_da
 void Protocol::free_message(Message *msg) {
     if (msg->rndv) {
         ucp_am_data_release(worker_, msg->data);
-    } else if (msg->stored) {
+    } else if (msg->on_heap()) {
         std::free(msg->data);
     }
-    delete msg;
+    recycle(msg);
+}
+
+void Protocol::recycle(Message *msg) {
+    Guard guard(*this);
+    messages_.put(msg);
 }
 
 // --- operations from the glue ----------------------------------------------------
@@ -485,7 +497,8 @@ int Protocol::send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_h
     param.cb.send = send_cb;
     param.user_data = op;
     param.flags = sync ? UCP_AM_SEND_FLAG_REPLY : 0;
-    void *req = ucp_am_send_nbx(ep, kAmMessage, &op->hdr, sizeof op->hdr, data, length, &param);
+    void *req = ucp_am_send_nbx(ep, kAmMessage, &op->hdr, header_length(sync, hint), data, length,
+                                &param);
     if (UCS_PTR_IS_PTR(req)) {
         return UM_PROTO_OK;
     }
@@ -496,6 +509,25 @@ int Protocol::send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_h
     }
     send_event(op, UM_PROTO_OK);
     return UM_PROTO_OK;
+}
+
+bool Protocol::send_now(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
+                        const void *data, size_t length) {
+    if (thread_multiple_ || dst < 0 || dst >= comm->remote_size) {
+        return false;
+    }
+    uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
+    // UCX copies the header before an immediate completion: the stack will do.
+    const WireHeader hdr{comm->cid, comm->local_rank, tag, seq, hint.coll, 0, 0, 0};
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+    void *req = ucp_am_send_nbx(ep, kAmMessage, &hdr, header_length(false, hint), data, length,
+                                &param);
+    if (req != nullptr) {
+        return false; // UCS_ERR_NO_RESOURCE (not short, or the FIFO is full) or an error
+    }
+    ++seq;
+    return true;
 }
 
 void Protocol::send_cb(void *request, ucs_status_t status, void *user_data) {

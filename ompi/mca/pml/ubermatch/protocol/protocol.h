@@ -6,6 +6,7 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,7 +25,11 @@ enum : unsigned { kAmMessage = 1, kAmAck = 2 };
 enum : uint16_t { kFlagSync = 1 };
 
 // What travels in front of every message. UCX 1.13 reads it until the send
-// completes, so it lives in the SendOp, never on the stack.
+// completes, so it lives in the SendOp, never on the stack. A point-to-point,
+// non-synchronous message sends only the first kShortHeader bytes (the rest
+// is zero for it): with UCX's own headers and a small payload it then fits
+// one cache line of the shared-memory FIFO, where 32 bytes would spill into a
+// second line and a second cross-core transfer per message.
 struct WireHeader {
     uint32_t cid;
     int32_t source; // the sender's rank in its local group
@@ -35,6 +40,8 @@ struct WireHeader {
     uint32_t reserved;
     uint64_t sender; // the SendOp to acknowledge, for synchronous sends
 };
+constexpr size_t kShortHeader = 16; // cid, source, tag, seq
+static_assert(offsetof(WireHeader, coll) == kShortHeader, "the short header is a prefix");
 
 // An arrived message the core keeps: unexpected, out of sequence, for a
 // communicator not created yet, or mprobe'd.
@@ -44,7 +51,45 @@ struct Message {
     void *data;         // see `stored`
     ucp_ep_h reply_ep;  // to acknowledge a synchronous send
     bool rndv;          // data is a UCX rendezvous descriptor
-    bool stored;        // eager data was copied to the heap (else it is UCX's, valid in the callback only)
+    bool stored;        // eager data was copied (else it is UCX's, valid in the callback only)
+    // Where small unexpected payloads are copied: no allocation per message
+    // (larger ones go to the heap).
+    alignas(16) unsigned char inline_data[64];
+    bool on_heap() const { return stored && data != inline_data; }
+};
+
+// Messages are reused: an arrival that matches at once then costs no
+// allocation. At most kKeep free ones are kept, so that a burst of unexpected
+// messages does not hold its memory for the rest of the run.
+class MessagePool {
+public:
+    MessagePool() = default;
+    MessagePool(const MessagePool &) = delete;
+    MessagePool &operator=(const MessagePool &) = delete;
+    ~MessagePool() {
+        for (Message *m : free_) {
+            delete m;
+        }
+    }
+    Message *get() {
+        if (free_.empty()) {
+            return new Message;
+        }
+        Message *m = free_.back();
+        free_.pop_back();
+        return m;
+    }
+    void put(Message *m) {
+        if (free_.size() < kKeep) {
+            free_.push_back(m);
+        } else {
+            delete m;
+        }
+    }
+
+private:
+    static constexpr size_t kKeep = 1024;
+    std::vector<Message *> free_;
 };
 
 class Protocol;
@@ -125,6 +170,9 @@ public:
 
     int send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
              const void *data, size_t length, bool sync, SendOp *op, void *cookie);
+    // Single-threaded only: a send UCX finishes inside the call, or nothing.
+    bool send_now(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
+                  const void *data, size_t length);
     int recv(Comm *comm, um_proto_recv_t *recv);
     int cancel(Comm *comm, um_proto_recv_t *recv, bool *cancelled);
     int probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
@@ -158,6 +206,9 @@ private:
     void finish_recv(um_proto_recv_t *recv, const Message &msg);
     void acknowledge(const Message &msg);
     void send_event(SendOp *op, int status);
+    static size_t header_length(bool sync, const um_hint_t &hint) {
+        return (sync || hint.coll != UM_COLL_NONE) ? sizeof(WireHeader) : kShortHeader;
+    }
 
     // The lock and the counters cost fences that stall behind the shared-memory
     // transport's stores: only with MPI_THREAD_MULTIPLE are they needed.
@@ -180,6 +231,7 @@ private:
         std::mutex *m_;
     };
     void free_message(Message *msg); // outside the lock: may release a UCX descriptor
+    void recycle(Message *msg);      // outside the lock
 
     const std::string backend_;
     const um_params_t params_;
@@ -196,6 +248,7 @@ private:
     std::vector<Comm *> comms_; // by context id
     std::unordered_map<uint32_t, std::vector<Message *>> unknown_comm_; // arrived before their communicator
     size_t held_ = 0; // messages out of sequence or for unknown communicators
+    MessagePool messages_; // under the lock
 };
 
 } // namespace ubermatch::protocol

@@ -117,6 +117,14 @@ int um_proto_send(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *pee
                   int32_t tag, const um_hint_t *hint, const void *data, size_t length, int sync,
                   um_proto_send_op_t *op, void *cookie);
 
+/* A standard-mode send that UCX can complete inside the call (a short
+ * message): returns 1 when it went out and needs no state kept, 0 when it did
+ * not go and nothing happened (use um_proto_send). Always 0 with
+ * thread_multiple, where the sequence number could not be given back. */
+int um_proto_send_now(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer,
+                      int32_t dst, int32_t tag, const um_hint_t *hint, const void *data,
+                      size_t length);
+
 int um_proto_post_recv(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *recv);
 /* *cancelled: the receive was still queued and is now withdrawn (no callback follows). */
 int um_proto_cancel(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *recv,
