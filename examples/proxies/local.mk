@@ -17,4 +17,4 @@ examples_proxies_miniamr_LDADD = $(UM_PROXY_LIBS)
 examples_proxies_fds_SOURCES = examples/proxies/fds.c examples/proxies/proxy.h
 examples_proxies_fds_CFLAGS = $(UM_PROXY_CFLAGS)
 examples_proxies_fds_LDADD = $(UM_PROXY_LIBS)
-EXTRA_DIST += examples/proxies/smoke.sh
+EXTRA_DIST += examples/proxies/smoke.sh bench/seed000/run-paper-figures.sh bench/seed000/figures.py
