@@ -4,3 +4,19 @@ bench_mpi_p2p_bench_SOURCES = bench/mpi/p2p_bench.c
 bench_mpi_p2p_bench_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 bench_mpi_p2p_bench_LDADD = $(MPI_LIBS)
 EXTRA_DIST += bench/mpi/compare-pmls.sh
+# The deep-queue benchmark (issues 6 and 7): a window of messages matched behind N
+# queued entries; six-shapes.sh and bench/run-all.sh run it.
+noinst_PROGRAMS += bench/mpi/queue_bench
+bench_mpi_queue_bench_SOURCES = bench/mpi/queue_bench.c
+bench_mpi_queue_bench_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+bench_mpi_queue_bench_LDADD = $(MPI_LIBS)
+EXTRA_DIST += bench/mpi/six-shapes.sh bench/mpi/common.sh bench/run-all.sh bench/plot-deepq.gp
+# Bytes of matching structures per communicator: every backend against ob1's
+# per-peer structures (sizes from Open MPI's installed headers).
+noinst_PROGRAMS += bench/mpi/queue_memory
+bench_mpi_queue_memory_SOURCES = bench/mpi/queue_memory.c
+bench_mpi_queue_memory_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_CPPFLAGS)
+bench_mpi_queue_memory_CFLAGS = $(AM_CFLAGS) $(OMPI_COMPONENT_CFLAGS)
+# The engine is C++: link with the C++ driver.
+nodist_EXTRA_bench_mpi_queue_memory_SOURCES = dummy.cxx
+bench_mpi_queue_memory_LDADD = matching/libubermatch_matching.la
