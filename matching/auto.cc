@@ -138,8 +138,8 @@ void AutoQueue<Posted>::place(AutoEntry *e) {
 }
 
 template <bool Posted>
-void AutoQueue<Posted>::push(int32_t source, int32_t tag, void *handle) {
-    AutoEntry *e = sh_.pool.get(source, tag, handle, ++sh_.seq);
+void AutoQueue<Posted>::push(int32_t source, int32_t tag, void *handle, uint64_t seq) {
+    AutoEntry *e = sh_.pool.get(source, tag, handle, seq);
     ++size_;
     if (!indexed_) {
         list_.push_back(e);
@@ -247,7 +247,7 @@ Found AutoEngine::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, v
     Part &p = part_of(tag);
     const Found f = p.unexpected.take_message(source, tag, true);
     if (f.handle == nullptr) {
-        p.posted.push(source, tag, request);
+        p.posted.push(source, tag, request, next_seq());
     }
     return f;
 }
@@ -256,7 +256,7 @@ Found AutoEngine::do_arrive(int32_t source, int32_t tag, const um_hint_t &, void
     Part &p = part_of(tag);
     const Found f = p.posted.take_recv(source, tag);
     if (f.handle == nullptr) {
-        p.unexpected.push(source, tag, message);
+        p.unexpected.push(source, tag, message, next_seq());
     }
     return f;
 }

@@ -168,7 +168,7 @@ struct BlockStats {
 };
 
 // What the four queues of one engine share: the thresholds, the kernels, the
-// memory bound with its account, the pool and the sequence numbers.
+// memory bound with its account and the pool.
 struct AutoShared {
     AutoShared(const simd::SimdParams &simd, const um_params_t &p)
         : k(*simd.kernel.kernels), compact_threshold(simd.compact_threshold),
@@ -183,7 +183,6 @@ struct AutoShared {
     size_t index_bytes = 0; // all four queues' indices now
     uint64_t reshapes = 0;
     uint64_t memory_limited = 0;
-    uint64_t seq = 0;
     AutoPool pool;
 
     bool index_fits(size_t more) const { return index_bytes + more <= max_index_bytes; }
@@ -202,7 +201,6 @@ public:
     AutoQueue(const AutoQueue &) = delete;
     AutoQueue &operator=(const AutoQueue &) = delete;
 
-    size_t size() const { return size_; }
     bool indexed() const { return indexed_; }
     uint64_t queues() const { return indexed_ ? keys_.keys() + 1 : 1; }
     BlockStats block_stats() const { return {blocks_.blocks(), blocks_.holes(), blocks_.compactions()}; }
@@ -212,7 +210,8 @@ public:
     // Unexpected only: the earliest message a receive (source, tag) matches,
     // removed when `remove`.
     Found take_message(int32_t source, int32_t tag, bool remove);
-    void push(int32_t source, int32_t tag, void *handle);
+    // seq: the engine's posting or arrival order (Engine::next_seq), shared by all four queues.
+    void push(int32_t source, int32_t tag, void *handle, uint64_t seq);
     bool cancel(int32_t source, int32_t tag, void *request); // posted only
     void visit(bool posted, const std::function<void(bool, const QueuedElement &)> &f) const;
 

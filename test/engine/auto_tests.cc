@@ -119,6 +119,19 @@ TEST_CASE("auto: an earlier wildcard beats a later exact receive, and the revers
 }
 
 TEST_CASE("auto: collective elements are kept apart", "[auto]") {
+    {
+        // In list form: a point-to-point arrival does not walk the collective receives
+        // posted before its own (one shared list would compare all 21).
+        Auto l;
+        for (int i = 0; i < 20; ++i) {
+            l.post(i % 8, -5, 100 + i);
+        }
+        l.post(1, 3, 9);
+        const um_match_t m = l.arrive(1, 3, 1);
+        CHECK(m.handle == h(9));
+        CHECK(m.inspected == 1);
+        CHECK(l.stats().indexed == 0);
+    }
     Auto a;
     for (int i = 0; i < 64; ++i) {
         a.post(i % 8, -5, 100 + i); // collective tag
