@@ -44,10 +44,13 @@
 #   coll_variants  5    the other collectives: v/w variants, scans,
 #                       reduce_scatter, intercommunicator, neighbourhood
 #   newcomm        8    sends right after Comm_dup/split/create
+#   lifetime       2    communicators and datatypes freed with operations
+#                       pending (receive posted, unexpected, rendezvous)
+#   status_fields  2    blocking receives and probes leave MPI_ERROR alone
 # A test not in this table runs with 2 ranks.
 set -u
 
-TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm"
+TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm lifetime status_fields"
 ranks_of() {
     case "$1" in
     ordering) echo 6 ;;

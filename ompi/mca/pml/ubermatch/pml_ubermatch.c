@@ -427,14 +427,16 @@ int mca_pml_ubermatch_isend(const void *buf, size_t count, ompi_datatype_t *data
     return rc;
 }
 
-/* Waits for a request started here and returns its error code. */
+/* Waits for a request started here and returns its error code. The caller's
+ * status gets every field but MPI_ERROR: single-completion calls return the
+ * error and leave that field alone (MPI 4.0, 3.2.5). */
 static int wait_and_release(mca_pml_ubermatch_request_t *req, ompi_status_public_t *status)
 {
     int rc;
     ompi_request_wait_completion(&req->ompi);
     rc = req->ompi.req_status.MPI_ERROR;
     if (NULL != status) {
-        *status = req->ompi.req_status;
+        OMPI_COPY_STATUS(status, req->ompi.req_status, false);
     }
     mca_pml_ubermatch_request_release(req);
     return rc;
@@ -499,12 +501,12 @@ int mca_pml_ubermatch_recv(void *buf, size_t count, ompi_datatype_t *datatype, i
 
 /* --- probes --- */
 
+/* Probes, like receives, leave MPI_ERROR alone. */
 static void set_probe_status(ompi_status_public_t *status, const um_proto_msg_info_t *info)
 {
     if (NULL != status) {
         status->MPI_SOURCE = info->source;
         status->MPI_TAG = info->tag;
-        status->MPI_ERROR = MPI_SUCCESS;
         status->_cancelled = 0;
         status->_ucount = info->length;
     }

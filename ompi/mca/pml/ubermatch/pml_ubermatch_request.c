@@ -47,7 +47,10 @@ mca_pml_ubermatch_request_t *mca_pml_ubermatch_request_alloc(mca_pml_ubermatch_r
     }
     OMPI_REQUEST_INIT(&req->ompi, persistent);
     req->ompi.req_state = persistent ? OMPI_REQUEST_INACTIVE : OMPI_REQUEST_ACTIVE;
+    /* Held until the request is released, as Open MPI's PMLs do: MPI_Comm_free
+     * with this operation pending must not delete the engine it waits in. */
     req->ompi.req_mpi_object.comm = comm;
+    OBJ_RETAIN(comm);
     reset_status(&req->ompi.req_status);
     req->kind = kind;
     req->free_called = false;
@@ -73,6 +76,8 @@ void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req)
     }
     opal_convertor_cleanup(&req->convertor);
     OMPI_REQUEST_FINI(&req->ompi);
+    /* Last: the communicator's destructor may run here (del_comm). */
+    OBJ_RELEASE(req->ompi.req_mpi_object.comm);
     opal_free_list_return(&mca_pml_ubermatch.requests, (opal_free_list_item_t *) req);
 }
 
