@@ -55,6 +55,13 @@ done
 suite "MPI tests, backend auto indexing at 2 elements" test/mpi/run-mpi-tests.sh build/test-mpi \
     --mca pml ubermatch --mca pml_ubermatch_backend auto \
     --mca pml_ubermatch_index_at 2 --mca pml_ubermatch_list_at 1
+# Every 5th allocation on the message path fails: the receives concerned end
+# with MPI_ERR_NO_MEM, every other message arrives whole and in order.
+injected() {
+    MPI_TESTS_ONLY=alloc_faults test/mpi/run-mpi-tests.sh build/test-mpi-faults \
+        --mca pml ubermatch --mca pml_ubermatch_inject_alloc_failure 5 -x ALLOC_FAULTS_ARGS=--expect-failures
+}
+suite "MPI test with allocation failures injected" injected
 suite "MPI tests over TCP (UCX_TLS=tcp,self)" test/mpi/run-mpi-tests.sh build/test-mpi \
     --mca pml ubermatch -x UCX_TLS=tcp,self
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build

@@ -47,10 +47,13 @@
 #   lifetime       2    communicators and datatypes freed with operations
 #                       pending (receive posted, unexpected, rendezvous)
 #   status_fields  2    blocking receives and probes leave MPI_ERROR alone
+#   alloc_faults   2    with pml_ubermatch_inject_alloc_failure (and
+#                       ALLOC_FAULTS_ARGS=--expect-failures): failed
+#                       allocations fail their own receives, nothing else
 # A test not in this table runs with 2 ranks.
 set -u
 
-TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm lifetime status_fields"
+TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm lifetime status_fields alloc_faults"
 ranks_of() {
     case "$1" in
     ordering) echo 6 ;;

@@ -84,6 +84,7 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
                                         ? INT64_MAX
                                         : (int64_t) cfg->timer_cutoff_ns;
     config.thread_multiple = enable_mpi_threads;
+    config.fail_alloc_every = cfg->inject_alloc_failure;
     {
         /* Checked whatever the backend, so that a typo never passes unseen. */
         um_kernel_t kernel;
@@ -150,6 +151,17 @@ int mca_pml_ubermatch_fini_module(void)
         return OMPI_SUCCESS;
     }
     opal_progress_unregister(mca_pml_ubermatch_progress);
+    {
+        um_proto_faults_t f;
+        um_proto_faults(mca_pml_ubermatch.proto, &f);
+        if (0 != f.lost + f.dropped) {
+            opal_output(0, "pml_ubermatch: rank %u: out of memory on the message path: %llu "
+                           "messages lost their payload (their receives failed with "
+                           "MPI_ERR_NO_MEM), %llu arrivals dropped, %llu spare descriptors used",
+                        (unsigned) OMPI_PROC_MY_NAME->vpid, (unsigned long long) f.lost,
+                        (unsigned long long) f.dropped, (unsigned long long) f.reserve_used);
+        }
+    }
     um_proto_destroy(mca_pml_ubermatch.proto);
     mca_pml_ubermatch.proto = NULL;
     OBJ_DESTRUCT(&mca_pml_ubermatch.requests);

@@ -172,6 +172,13 @@ static int mca_pml_ubermatch_component_register(void)
                         "Message size from which UCX uses rendezvous (UCX_RNDV_THRESH syntax, "
                         "e.g. 8k or auto); empty: UCX's default",
                         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &cfg->ucx_rndv_thresh);
+    cfg->inject_alloc_failure = 0;
+    (void) register_var("inject_alloc_failure",
+                        "Testing: every n-th allocation on the message path (the descriptor or "
+                        "kept payload of an arriving message) fails, so "
+                        "that the operation concerned ends with MPI_ERR_NO_MEM and nothing else "
+                        "is lost; 0: never",
+                        MCA_BASE_VAR_TYPE_UNSIGNED_INT, OPAL_INFO_LVL_9, &cfg->inject_alloc_failure);
 
     rc = mca_pml_ubermatch_register_coll_hooks();
     if (OPAL_SUCCESS != rc) {

@@ -373,6 +373,7 @@ static void recv_done(void *cookie, int32_t source, int32_t tag, size_t received
     st->_ucount = received;
     st->MPI_ERROR = UM_PROTO_OK == status          ? MPI_SUCCESS
                     : UM_PROTO_TRUNCATED == status ? MPI_ERR_TRUNCATE
+                    : UM_PROTO_NOMEM == status     ? MPI_ERR_NO_MEM
                                                    : MPI_ERR_OTHER;
     request_complete(req);
 }

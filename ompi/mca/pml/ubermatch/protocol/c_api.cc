@@ -99,6 +99,8 @@ void um_proto_comm_stats(um_proto_t *proto, um_proto_comm_t *comm, um_stats_t *s
 
 size_t um_proto_held(um_proto_t *proto) { return cxx(proto)->held(); }
 
+void um_proto_faults(um_proto_t *proto, um_proto_faults_t *faults) { *faults = cxx(proto)->faults(); }
+
 void um_proto_comm_dump(um_proto_t *proto, um_proto_comm_t *comm, FILE *out) {
     cxx(proto)->comm_dump(cxx(comm), out);
 }

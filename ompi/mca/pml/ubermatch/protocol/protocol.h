@@ -10,38 +10,20 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "matching/engine.h"
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
+#include "ompi/mca/pml/ubermatch/protocol/wire.h"
+
+// Branch hints.
+#define UM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define UM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 namespace ubermatch::protocol {
-
-// Active-message ids.
-enum : unsigned { kAmMessage = 1, kAmAck = 2 };
-
-enum : uint16_t { kFlagSync = 1 };
-
-// What travels in front of every message. UCX 1.13 reads it until the send
-// completes, so it lives in the SendOp, never on the stack. A point-to-point,
-// non-synchronous message sends only the first kShortHeader bytes (the rest
-// is zero for it): with UCX's own headers and a small payload it then fits
-// one cache line of the shared-memory FIFO, where 32 bytes would spill into a
-// second line and a second cross-core transfer per message.
-struct WireHeader {
-    uint32_t cid;
-    int32_t source; // the sender's rank in its local group
-    int32_t tag;
-    uint32_t seq;   // per (communicator, sender, receiver)
-    uint16_t coll;  // um_coll_t of the traffic, from the sender
-    uint16_t flags;
-    uint32_t reserved;
-    uint64_t sender; // the SendOp to acknowledge, for synchronous sends
-};
-constexpr size_t kShortHeader = 16; // cid, source, tag, seq
-static_assert(offsetof(WireHeader, coll) == kShortHeader, "the short header is a prefix");
 
 // An arrived message the core keeps: unexpected, out of sequence, for a
 // communicator not created yet, or mprobe'd.
@@ -52,44 +34,71 @@ struct Message {
     ucp_ep_h reply_ep;  // to acknowledge a synchronous send
     bool rndv;          // data is a UCX rendezvous descriptor
     bool stored;        // eager data was copied (else it is UCX's, valid in the callback only)
+    bool lost;          // no memory to keep the payload: the receive that takes it fails
+                        // (UM_PROTO_NOMEM) and nothing else is affected
     // Where small unexpected payloads are copied: no allocation per message
     // (larger ones go to the heap).
     alignas(16) unsigned char inline_data[64];
-    bool on_heap() const { return stored && data != inline_data; }
+    bool on_heap() const { return stored && data != nullptr && data != inline_data; }
 };
 
 // Messages are reused: an arrival that matches at once then costs no
 // allocation. At most kKeep free ones are kept, so that a burst of unexpected
-// messages does not hold its memory for the rest of the run.
+// messages does not hold its memory for the rest of the run. kReserve of them
+// are set aside at start: an arrival that finds no memory for its descriptor
+// takes one of those, so that a failed allocation never drops a message
+// (UCX's data is gone when the callback returns).
 class MessagePool {
 public:
-    MessagePool() = default;
+    MessagePool() {
+        reserve_.reserve(kReserve);
+        for (size_t i = 0; i < kReserve; ++i) {
+            reserve_.push_back(new Message);
+        }
+        free_.reserve(kKeep);
+    }
     MessagePool(const MessagePool &) = delete;
     MessagePool &operator=(const MessagePool &) = delete;
     ~MessagePool() {
         for (Message *m : free_) {
             delete m;
         }
-    }
-    Message *get() {
-        if (free_.empty()) {
-            return new Message;
+        for (Message *m : reserve_) {
+            delete m;
         }
-        Message *m = free_.back();
-        free_.pop_back();
+    }
+    // nullptr only when the heap and the reserve are both exhausted.
+    Message *get(bool fail) noexcept {
+        if (!free_.empty()) {
+            Message *m = free_.back();
+            free_.pop_back();
+            return m;
+        }
+        Message *m = fail ? nullptr : new (std::nothrow) Message;
+        if (m == nullptr && !reserve_.empty()) {
+            m = reserve_.back();
+            reserve_.pop_back();
+            ++reserve_used_;
+        }
         return m;
     }
-    void put(Message *m) {
-        if (free_.size() < kKeep) {
-            free_.push_back(m);
+    void put(Message *m) noexcept {
+        if (reserve_.size() < kReserve) {
+            reserve_.push_back(m); // never reallocates: capacity kept from the start
+        } else if (free_.size() < kKeep) {
+            free_.push_back(m); // capacity reserved at start
         } else {
             delete m;
         }
     }
+    uint64_t reserve_used() const { return reserve_used_; }
 
 private:
     static constexpr size_t kKeep = 1024;
+    static constexpr size_t kReserve = 64;
     std::vector<Message *> free_;
+    std::vector<Message *> reserve_;
+    uint64_t reserve_used_ = 0;
 };
 
 class Protocol;
@@ -167,6 +176,7 @@ public:
     um_stats_t comm_stats(Comm *comm);
     void comm_dump(Comm *comm, FILE *out);
     size_t held();
+    um_proto_faults_t faults();
 
     int send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
              const void *data, size_t length, bool sync, SendOp *op, void *cookie);
@@ -190,21 +200,26 @@ private:
     static void ack_sent_cb(void *request, ucs_status_t status, void *user_data);
     static void rndv_cb(void *request, ucs_status_t status, size_t length, void *user_data);
 
-    ucs_status_t on_message(const WireHeader &hdr, void *data, size_t length,
-                            const ucp_am_recv_param_t *param);
+    ucs_status_t on_message(const void *header, size_t header_length, void *data,
+                            size_t length, const ucp_am_recv_param_t *param) noexcept;
     // Under the lock: sequence check, then the engine. True when msg was kept.
-    bool accept(Comm &comm, Message *msg, Actions &actions);
-    bool arrive(Comm &comm, Message *msg, Actions &actions);
-    static void store(Message *msg);
+    bool accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns);
+    bool arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns);
+    void store(Message *msg) noexcept;
+    // Fault injection (um_proto_config_t.fail_alloc_every): this allocation fails.
+    bool inject_failure() noexcept {
+        return fail_alloc_every_ != 0 && ++allocations_ % fail_alloc_every_ == 0;
+    }
     Comm *find_comm(uint32_t cid) const {
         return cid < comms_.size() ? comms_[cid] : nullptr;
     }
 
     void run(Actions &actions);
-    void deliver(um_proto_recv_t *recv, Message *msg);
+    void deliver(um_proto_recv_t *recv, Message *msg) noexcept;
+    void deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept;
     void copy_out(um_proto_recv_t *recv, const void *data, size_t n);
-    void finish_recv(um_proto_recv_t *recv, const Message &msg);
-    void acknowledge(const Message &msg);
+    void finish_recv(um_proto_recv_t *recv, int32_t source, int32_t tag, size_t length, int status);
+    void acknowledge(const Message &msg) noexcept;
     void send_event(SendOp *op, int status);
     static size_t header_length(bool sync, const um_hint_t &hint) {
         return (sync || hint.coll != UM_COLL_NONE) ? sizeof(WireHeader) : kShortHeader;
@@ -232,6 +247,12 @@ private:
     };
     void free_message(Message *msg); // outside the lock: may release a UCX descriptor
     void recycle(Message *msg);      // outside the lock
+    // Under the lock: an arrival that cannot be kept for want of memory. Its
+    // rendezvous descriptor is released unless UCX still owns it (inside the
+    // arrival's own callback, where returning UCS_OK gives it back).
+    void drop(Message *msg, bool ucx_owns);
+    void release_data(Message *msg);
+    bool hold_unknown(Message *msg) noexcept; // under the lock
 
     const std::string backend_;
     const um_params_t params_;
@@ -239,6 +260,8 @@ private:
     const std::string ucx_tls_;
     const std::string ucx_rndv_thresh_;
     const um_proto_callbacks_t cb_;
+    const uint64_t fail_alloc_every_;
+    uint64_t allocations_ = 0;
 
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
@@ -248,6 +271,8 @@ private:
     std::vector<Comm *> comms_; // by context id
     std::unordered_map<uint32_t, std::vector<Message *>> unknown_comm_; // arrived before their communicator
     size_t held_ = 0; // messages out of sequence or for unknown communicators
+    uint64_t lost_ = 0;    // payloads that could not be kept (their receives fail)
+    uint64_t dropped_ = 0; // arrivals with no memory left even for their descriptor
     MessagePool messages_; // under the lock
 };
 

@@ -30,7 +30,8 @@ extern "C" {
 enum um_proto_status {
     UM_PROTO_OK = 0,
     UM_PROTO_TRUNCATED = 1, /* the message was longer than the receive */
-    UM_PROTO_ERROR = 2      /* a transport or argument error */
+    UM_PROTO_ERROR = 2,     /* a transport or argument error */
+    UM_PROTO_NOMEM = 3      /* no memory for this operation (it alone fails) */
 };
 
 typedef struct um_proto um_proto_t;
@@ -55,6 +56,9 @@ typedef struct um_proto_config {
     int thread_multiple;  /* calls may come from several threads at once */
     const char *ucx_tls;         /* UCX_TLS of our worker, NULL: UCX's default */
     const char *ucx_rndv_thresh; /* UCX_RNDV_THRESH, NULL: UCX's default */
+    /* Tests: every n-th allocation on the message path fails (0: none), to check
+     * that it becomes an error of the operation concerned and nothing else. */
+    unsigned fail_alloc_every;
 } um_proto_config_t;
 
 /* A posted receive. The glue owns the memory (inside its request) and keeps it
@@ -107,6 +111,14 @@ void um_proto_comm_destroy(um_proto_t *proto, um_proto_comm_t *comm);
 void um_proto_comm_stats(um_proto_t *proto, um_proto_comm_t *comm, um_stats_t *stats);
 /* Held messages: out of sequence, or for communicators not created yet. */
 size_t um_proto_held(um_proto_t *proto);
+
+/* What memory exhaustion cost so far (all 0 in a healthy run). */
+typedef struct um_proto_fault_counts {
+    uint64_t lost;         /* payloads not kept: their receives failed (UM_PROTO_NOMEM) */
+    uint64_t dropped;      /* arrivals with no memory even for a descriptor */
+    uint64_t reserve_used; /* spare descriptors taken when the heap refused */
+} um_proto_faults_t;
+void um_proto_faults(um_proto_t *proto, um_proto_faults_t *faults);
 void um_proto_comm_dump(um_proto_t *proto, um_proto_comm_t *comm, FILE *out);
 const char *um_proto_backend(const um_proto_t *proto);
 
