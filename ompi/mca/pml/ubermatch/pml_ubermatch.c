@@ -190,7 +190,7 @@ int mca_pml_ubermatch_progress(void)
 
 /* --- peers: endpoints are made on first send --- */
 
-static um_proto_peer_t *connect_proc(ompi_proc_t *proc)
+um_proto_peer_t *mca_pml_ubermatch_connect(ompi_proc_t *proc)
 {
     um_proto_peer_t *peer;
     void *address = NULL;
@@ -220,13 +220,6 @@ static um_proto_peer_t *connect_proc(ompi_proc_t *proc)
     }
     OPAL_THREAD_UNLOCK(&mca_pml_ubermatch.connect_lock);
     return peer;
-}
-
-um_proto_peer_t *mca_pml_ubermatch_peer(struct ompi_communicator_t *comm, int rank)
-{
-    ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
-    um_proto_peer_t *peer = proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
-    return OPAL_LIKELY(NULL != peer) ? peer : connect_proc(proc);
 }
 
 int mca_pml_ubermatch_add_procs(struct ompi_proc_t **procs, size_t nprocs)
@@ -371,8 +364,8 @@ int mca_pml_ubermatch_del_comm(struct ompi_communicator_t *comm)
 
 /* --- the engine's hint --- */
 
-void mca_pml_ubermatch_hint(int tag, size_t bytes, struct ompi_communicator_t *comm,
-                            um_hint_t *hint)
+void mca_pml_ubermatch_hint_coll(int tag, size_t bytes, struct ompi_communicator_t *comm,
+                                 um_hint_t *hint)
 {
     /* Open MPI's blocking collective tags, MCA_COLL_BASE_TAG_ALLGATHER (-10)
      * to MCA_COLL_BASE_TAG_SCATTERV (-26), in order. */
@@ -383,12 +376,8 @@ void mca_pml_ubermatch_hint(int tag, size_t bytes, struct ompi_communicator_t *c
         UM_COLL_REDUCE_SCATTER, UM_COLL_REDUCE_SCATTER_BLOCK, UM_COLL_SCAN, UM_COLL_SCATTER,
         UM_COLL_SCATTERV,
     };
-    hint->reserved = 0;
-    hint->msg_size = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t) bytes;
-    hint->comm_size = (uint32_t) mca_pml_ubermatch_peer_count(comm);
-    if (tag >= 0 || MPI_ANY_TAG == tag) {
-        hint->coll = UM_COLL_NONE;
-    } else if (mca_pml_ubermatch_coll_hint(comm, tag, hint)) {
+    (void) bytes;
+    if (mca_pml_ubermatch_coll_hint(comm, tag, hint)) {
         /* coll/ubermatch named the collective, its message size and communicator size */
     } else if (tag <= MCA_COLL_BASE_TAG_ALLGATHER && tag >= MCA_COLL_BASE_TAG_SCATTERV) {
         hint->coll = blocking[MCA_COLL_BASE_TAG_ALLGATHER - tag];
@@ -439,13 +428,31 @@ int mca_pml_ubermatch_isend(const void *buf, size_t count, ompi_datatype_t *data
     return rc;
 }
 
+/* Blocking calls drive our worker directly and the rest of Open MPI (other
+ * components' progress, events) every PML_UM_OPAL_PROGRESS_EVERY rounds, as
+ * pml_ucx does: opal_progress on every round costs more than a short
+ * message. Nobody else waits on these requests, so no sync object is needed. */
+#define PML_UM_OPAL_PROGRESS_EVERY 64
+static inline void mca_pml_ubermatch_wait(ompi_request_t *req)
+{
+    unsigned rounds = 0;
+    while (!REQUEST_COMPLETE(req)) {
+        if (OPAL_UNLIKELY(++rounds % PML_UM_OPAL_PROGRESS_EVERY == 0)) {
+            opal_progress();
+        } else {
+            um_proto_progress(mca_pml_ubermatch.proto);
+        }
+    }
+    opal_atomic_rmb(); /* the status was written before completion */
+}
+
 /* Waits for a request started here and returns its error code. The caller's
  * status gets every field but MPI_ERROR: single-completion calls return the
  * error and leave that field alone (MPI 4.0, 3.2.5). */
 static int wait_and_release(mca_pml_ubermatch_request_t *req, ompi_status_public_t *status)
 {
     int rc;
-    ompi_request_wait_completion(&req->ompi);
+    mca_pml_ubermatch_wait(&req->ompi);
     rc = req->ompi.req_status.MPI_ERROR;
     if (NULL != status) {
         OMPI_COPY_STATUS(status, req->ompi.req_status, false);

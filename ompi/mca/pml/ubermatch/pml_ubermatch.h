@@ -12,6 +12,7 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/mca/pml/pml.h"
+#include "ompi/proc/proc.h"
 #include "ompi/request/request.h"
 #include "opal/threads/mutex.h"
 #include "opal/util/output.h"
@@ -107,10 +108,24 @@ static inline int mca_pml_ubermatch_peer_count(struct ompi_communicator_t *comm)
     return OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : ompi_comm_size(comm);
 }
 
-/* The engine hint of a message: collective tags are negative; coll/ubermatch's
- * calls name their collective, else the tag does. */
-void mca_pml_ubermatch_hint(int tag, size_t bytes, struct ompi_communicator_t *comm,
-                            um_hint_t *hint);
+/* The engine hint of a collective message (negative tag, or MPI_ANY_TAG):
+ * coll/ubermatch's calls name their collective, else the tag does. */
+void mca_pml_ubermatch_hint_coll(int tag, size_t bytes, struct ompi_communicator_t *comm,
+                                 um_hint_t *hint);
+
+/* The engine hint of a message; computed once per send or receive, inline
+ * for point-to-point tags. */
+static inline void mca_pml_ubermatch_hint(int tag, size_t bytes, struct ompi_communicator_t *comm,
+                                          um_hint_t *hint)
+{
+    hint->reserved = 0;
+    hint->msg_size = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t) bytes;
+    hint->comm_size = (uint32_t) mca_pml_ubermatch_peer_count(comm);
+    hint->coll = UM_COLL_NONE;
+    if (OPAL_UNLIKELY(tag < 0 && MPI_ANY_TAG != tag)) {
+        mca_pml_ubermatch_hint_coll(tag, bytes, comm, hint);
+    }
+}
 
 /* pml_ubermatch_coll.c: the hooks coll/ubermatch calls, published in the MCA
  * variable pml_ubermatch_coll_hooks; the per-communicator state; the hint of a
@@ -122,7 +137,14 @@ void mca_pml_ubermatch_coll_destruct(mca_pml_ubermatch_coll_state_t *state);
 bool mca_pml_ubermatch_coll_hint(struct ompi_communicator_t *comm, int tag, um_hint_t *hint);
 void mca_pml_ubermatch_coll_print_stats(struct ompi_communicator_t *comm);
 
-um_proto_peer_t *mca_pml_ubermatch_peer(struct ompi_communicator_t *comm, int rank);
+/* The UCX endpoint of a peer, made on first use. */
+um_proto_peer_t *mca_pml_ubermatch_connect(struct ompi_proc_t *proc);
+static inline um_proto_peer_t *mca_pml_ubermatch_peer(struct ompi_communicator_t *comm, int rank)
+{
+    struct ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
+    um_proto_peer_t *peer = (um_proto_peer_t *) proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
+    return OPAL_LIKELY(NULL != peer) ? peer : mca_pml_ubermatch_connect(proc);
+}
 
 int mca_pml_ubermatch_init_module(bool enable_mpi_threads);
 int mca_pml_ubermatch_fini_module(void);

@@ -125,24 +125,6 @@ static int request_cancel(ompi_request_t *ompi_req, int flag)
     return OMPI_SUCCESS;
 }
 
-/* Where a datatype's data starts, when count of it is one contiguous block. */
-static void *contiguous_base(const void *buf, size_t count, ompi_datatype_t *datatype)
-{
-    ptrdiff_t true_lb, true_extent;
-    if (!opal_datatype_is_contiguous_memory_layout(&datatype->super, count)) {
-        return NULL;
-    }
-    ompi_datatype_get_true_extent(datatype, &true_lb, &true_extent);
-    return (char *) buf + true_lb;
-}
-
-static size_t packed_size(size_t count, ompi_datatype_t *datatype)
-{
-    size_t size;
-    ompi_datatype_type_size(datatype, &size);
-    return size * count;
-}
-
 static int pack(const void *buf, size_t count, ompi_datatype_t *datatype, void *dest, size_t size)
 {
     opal_convertor_t conv;
@@ -162,9 +144,9 @@ static int pack(const void *buf, size_t count, ompi_datatype_t *datatype, void *
 static int send_start(mca_pml_ubermatch_request_t *req)
 {
     struct ompi_communicator_t *comm = req->ompi.req_mpi_object.comm;
-    size_t size = packed_size(req->count, req->datatype);
+    size_t size = mca_pml_ubermatch_packed_size(req->count, req->datatype);
     um_proto_peer_t *peer = mca_pml_ubermatch_peer(comm, req->peer);
-    const void *data = contiguous_base(req->buf, req->count, req->datatype);
+    const void *data = mca_pml_ubermatch_contiguous_base(req->buf, req->count, req->datatype);
     mca_pml_ubermatch_request_t *wire = req; /* the request the transfer completes */
     um_hint_t hint;
     int rc;
@@ -218,32 +200,6 @@ static int send_start(mca_pml_ubermatch_request_t *req)
     return OMPI_SUCCESS;
 }
 
-bool mca_pml_ubermatch_send_now(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
-                                int tag, mca_pml_base_send_mode_t mode,
-                                struct ompi_communicator_t *comm)
-{
-    size_t size;
-    const void *data;
-    um_proto_peer_t *peer;
-    um_hint_t hint;
-
-    if (MCA_PML_BASE_SEND_SYNCHRONOUS == mode || MCA_PML_BASE_SEND_BUFFERED == mode) {
-        return false;
-    }
-    size = packed_size(count, datatype);
-    data = contiguous_base(buf, count, datatype);
-    if (NULL == data && size > 0) {
-        return false;
-    }
-    peer = mca_pml_ubermatch_peer(comm, dst);
-    if (OPAL_UNLIKELY(NULL == peer)) {
-        return false; /* the request path reports it */
-    }
-    mca_pml_ubermatch_hint(tag, size, comm, &hint);
-    return 1 == um_proto_send_now(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer,
-                                  dst, tag, &hint, data, size);
-}
-
 static int completed_send_free(ompi_request_t **rptr)
 {
     *rptr = MPI_REQUEST_NULL;
@@ -282,9 +238,9 @@ void mca_pml_ubermatch_completed_send_fini(void)
 static void recv_prepare(mca_pml_ubermatch_request_t *req)
 {
     struct ompi_communicator_t *comm = req->ompi.req_mpi_object.comm;
-    size_t size = packed_size(req->count, req->datatype);
+    size_t size = mca_pml_ubermatch_packed_size(req->count, req->datatype);
     req->recv.cookie = req;
-    req->recv.buffer = contiguous_base(req->buf, req->count, req->datatype);
+    req->recv.buffer = mca_pml_ubermatch_contiguous_base(req->buf, req->count, req->datatype);
     req->recv.capacity = size;
     req->recv.source = req->peer;
     req->recv.tag = req->tag;

@@ -50,12 +50,52 @@ int mca_pml_ubermatch_request_start(mca_pml_ubermatch_request_t *req);
 /* Receives an mprobe'd message into the request. */
 int mca_pml_ubermatch_request_start_mrecv(mca_pml_ubermatch_request_t *req, um_proto_msg_t *msg);
 
+/* Where a datatype's data starts, when count of it is one contiguous block. */
+static inline void *mca_pml_ubermatch_contiguous_base(const void *buf, size_t count,
+                                                     ompi_datatype_t *datatype)
+{
+    if (OPAL_UNLIKELY(!opal_datatype_is_contiguous_memory_layout(&datatype->super, count))) {
+        return NULL;
+    }
+    return (char *) buf + datatype->super.true_lb;
+}
+
+static inline size_t mca_pml_ubermatch_packed_size(size_t count, ompi_datatype_t *datatype)
+{
+    return datatype->super.size * count;
+}
+
 /* A standard or ready send of contiguous data that UCX completes inside the
  * call (short messages, single-threaded): true when it went, with no request
- * needed; false when it did not, and nothing happened. */
-bool mca_pml_ubermatch_send_now(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
-                                int tag, mca_pml_base_send_mode_t mode,
-                                struct ompi_communicator_t *comm);
+ * needed; false when it did not, and nothing happened. Inline: this is the
+ * whole of MPI_Send and MPI_Isend for small messages. */
+static inline bool mca_pml_ubermatch_send_now(const void *buf, size_t count,
+                                              ompi_datatype_t *datatype, int dst, int tag,
+                                              mca_pml_base_send_mode_t mode,
+                                              struct ompi_communicator_t *comm)
+{
+    size_t size;
+    const void *data;
+    um_proto_peer_t *peer;
+    um_hint_t hint;
+
+    if (OPAL_UNLIKELY(MCA_PML_BASE_SEND_SYNCHRONOUS == mode ||
+                      MCA_PML_BASE_SEND_BUFFERED == mode)) {
+        return false;
+    }
+    size = mca_pml_ubermatch_packed_size(count, datatype);
+    data = mca_pml_ubermatch_contiguous_base(buf, count, datatype);
+    if (OPAL_UNLIKELY(NULL == data && size > 0)) {
+        return false;
+    }
+    peer = mca_pml_ubermatch_peer(comm, dst);
+    if (OPAL_UNLIKELY(NULL == peer)) {
+        return false; /* the request path reports it */
+    }
+    mca_pml_ubermatch_hint(tag, size, comm, &hint);
+    return 1 == um_proto_send_now(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer,
+                                  dst, tag, &hint, data, size);
+}
 void mca_pml_ubermatch_completed_send_init(void);
 void mca_pml_ubermatch_completed_send_fini(void);
 

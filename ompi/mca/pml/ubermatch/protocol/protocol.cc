@@ -127,12 +127,9 @@ Protocol::~Protocol() {
     }
 }
 
-int Protocol::progress() {
-    if (!thread_multiple_) {
-        return static_cast<int>(ucp_worker_progress(worker_));
-    }
-    // One thread progresses at a time: the others would only queue on the
-    // worker's lock, ahead of threads that want it to send.
+// One thread progresses at a time: the others would only queue on the
+// worker's lock, ahead of threads that want it to send.
+int Protocol::progress_shared() {
     if (progressing_.exchange(true, std::memory_order_acquire)) {
         return 0;
     }
@@ -599,25 +596,6 @@ int Protocol::send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_h
     }
     send_event(op, UM_PROTO_OK);
     return UM_PROTO_OK;
-}
-
-bool Protocol::send_now(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
-                        const void *data, size_t length) {
-    if (thread_multiple_ || dst < 0 || dst >= comm->remote_size) {
-        return false;
-    }
-    uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
-    // UCX copies the header before an immediate completion: the stack will do.
-    const WireHeader hdr{comm->cid, comm->local_rank, tag, seq, hint.coll, 0, 0, 0};
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
-    void *req = ucp_am_send_nbx(ep, kAmMessage, &hdr, header_length(false, hint), data, length,
-                                &param);
-    if (req != nullptr) {
-        return false; // UCS_ERR_NO_RESOURCE (not short, or the FIFO is full) or an error
-    }
-    ++seq;
-    return true;
 }
 
 void Protocol::send_cb(void *request, ucs_status_t status, void *user_data) {

@@ -167,7 +167,12 @@ public:
     const std::string &backend() const { return backend_; }
 
     ucp_worker_h worker() const { return worker_; }
-    int progress();
+    int progress() {
+        if (!thread_multiple_) {
+            return static_cast<int>(ucp_worker_progress(worker_));
+        }
+        return progress_shared();
+    }
     ucp_ep_h connect(const void *address, size_t length, std::string &err);
     void disconnect(ucp_ep_h *eps, size_t count);
 
@@ -181,8 +186,25 @@ public:
     int send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
              const void *data, size_t length, bool sync, SendOp *op, void *cookie);
     // Single-threaded only: a send UCX finishes inside the call, or nothing.
+    // Inline: with the glue's inline part, this is all of a small MPI_Send.
     bool send_now(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
-                  const void *data, size_t length);
+                  const void *data, size_t length) {
+        if (thread_multiple_ || static_cast<uint32_t>(dst) >= static_cast<uint32_t>(comm->remote_size)) {
+            return false;
+        }
+        uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
+        // UCX copies the header before an immediate completion: the stack will do.
+        const WireHeader hdr{comm->cid, comm->local_rank, tag, seq, hint.coll, 0, 0, 0};
+        ucp_request_param_t param;
+        param.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+        void *req = ucp_am_send_nbx(ep, kAmMessage, &hdr, header_length(false, hint), data,
+                                    length, &param);
+        if (req != nullptr) {
+            return false; // UCS_ERR_NO_RESOURCE (not short, or the FIFO is full) or an error
+        }
+        ++seq;
+        return true;
+    }
     int recv(Comm *comm, um_proto_recv_t *recv);
     int cancel(Comm *comm, um_proto_recv_t *recv, bool *cancelled);
     int probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
@@ -196,6 +218,7 @@ private:
                                       void *data, size_t length, const ucp_am_recv_param_t *param);
     static ucs_status_t am_ack_cb(void *arg, const void *header, size_t header_length, void *data,
                                   size_t length, const ucp_am_recv_param_t *param);
+    int progress_shared();
     static void send_cb(void *request, ucs_status_t status, void *user_data);
     static void ack_sent_cb(void *request, ucs_status_t status, void *user_data);
     static void rndv_cb(void *request, ucs_status_t status, size_t length, void *user_data);
