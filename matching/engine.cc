@@ -22,58 +22,6 @@ void Timers::enable(bool on, uint64_t cutoff_ns) {
     floor_ = on ? floor_ns() : 0;
 }
 
-void Engine::account(um_class_stats_t &c, const Found &f) {
-    ++c.searches;
-    c.inspected += f.inspected;
-    c.max_inspected = std::max<uint64_t>(c.max_inspected, f.inspected);
-    if (f.handle != nullptr) {
-        ++c.matches;
-    }
-}
-
-int Engine::post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *request,
-                      um_match_t *out) {
-    if (!valid_source(source, true)) {
-        return UM_ERR_SOURCE;
-    }
-    if (request == nullptr) {
-        return UM_ERR_ARG;
-    }
-    um_class_stats_t &c = class_of(hint);
-    const Found f = timed_search(c, false, [&] { return do_post_recv(source, tag, hint, request); });
-    account(c, f);
-    if (f.handle != nullptr) {
-        --stats_.unexpected_len;
-    } else {
-        stats_.posted_max = std::max(stats_.posted_max, ++stats_.posted_len);
-    }
-    *out = {f.handle, f.inspected};
-    return UM_OK;
-}
-
-int Engine::arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message,
-                   um_match_t *out) {
-    if (!valid_source(source, false)) {
-        return UM_ERR_SOURCE;
-    }
-    if (tag == UM_ANY_TAG) {
-        return UM_ERR_TAG;
-    }
-    if (message == nullptr) {
-        return UM_ERR_ARG;
-    }
-    um_class_stats_t &c = class_of(hint);
-    const Found f = timed_search(c, true, [&] { return do_arrive(source, tag, hint, message); });
-    account(c, f);
-    if (f.handle != nullptr) {
-        --stats_.posted_len;
-    } else {
-        stats_.unexpected_max = std::max(stats_.unexpected_max, ++stats_.unexpected_len);
-    }
-    *out = {f.handle, f.inspected};
-    return UM_OK;
-}
-
 int Engine::probe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out) {
     if (!valid_source(source, true)) {
         return UM_ERR_SOURCE;

@@ -6,6 +6,7 @@
 #ifndef UBERMATCH_MATCHING_ENGINE_H
 #define UBERMATCH_MATCHING_ENGINE_H
 
+#include <algorithm>
 #include <cstdint>
 #include <ctime>
 #include <functional>
@@ -187,7 +188,7 @@ private:
     um_class_stats_t &class_of(const um_hint_t &hint) {
         return hint.coll == UM_COLL_NONE ? stats_.p2p : stats_.coll;
     }
-    static void account(um_class_stats_t &c, const Found &f);
+    static inline void account(um_class_stats_t &c, const Found &f);
 
     // Runs one search (op: the do_* call), timed when the timers are on.
     template <class F>
@@ -222,6 +223,60 @@ private:
     um_stats_t stats_{};
     Timers timers_;
 };
+
+// The two calls of every message, inline: their checks and statistics cost
+// less than the calls would.
+inline void Engine::account(um_class_stats_t &c, const Found &f) {
+    ++c.searches;
+    c.inspected += f.inspected;
+    c.max_inspected = std::max<uint64_t>(c.max_inspected, f.inspected);
+    if (f.handle != nullptr) {
+        ++c.matches;
+    }
+}
+
+inline int Engine::post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *request,
+                      um_match_t *out) {
+    if (__builtin_expect(!valid_source(source, true), 0)) {
+        return UM_ERR_SOURCE;
+    }
+    if (__builtin_expect(request == nullptr, 0)) {
+        return UM_ERR_ARG;
+    }
+    um_class_stats_t &c = class_of(hint);
+    const Found f = timed_search(c, false, [&] { return do_post_recv(source, tag, hint, request); });
+    account(c, f);
+    if (f.handle != nullptr) {
+        --stats_.unexpected_len;
+    } else {
+        stats_.posted_max = std::max(stats_.posted_max, ++stats_.posted_len);
+    }
+    *out = {f.handle, f.inspected};
+    return UM_OK;
+}
+
+inline int Engine::arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message,
+                   um_match_t *out) {
+    if (!valid_source(source, false)) {
+        return UM_ERR_SOURCE;
+    }
+    if (tag == UM_ANY_TAG) {
+        return UM_ERR_TAG;
+    }
+    if (message == nullptr) {
+        return UM_ERR_ARG;
+    }
+    um_class_stats_t &c = class_of(hint);
+    const Found f = timed_search(c, true, [&] { return do_arrive(source, tag, hint, message); });
+    account(c, f);
+    if (f.handle != nullptr) {
+        --stats_.posted_len;
+    } else {
+        stats_.unexpected_max = std::max(stats_.unexpected_max, ++stats_.unexpected_len);
+    }
+    *out = {f.handle, f.inspected};
+    return UM_OK;
+}
 
 } // namespace ubermatch
 

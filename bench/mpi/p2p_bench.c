@@ -1,7 +1,7 @@
 /*
  * p2p_bench: point-to-point latency, message rate and bandwidth between 2 ranks.
  *
- *   mpirun -np 2 ./p2p_bench [--iters N] [--reps R] [--time T] MODE [SIZE]
+ *   mpirun -np 2 ./p2p_bench [--iters N] [--reps R] [--time T] MODE [SIZE[,SIZE...]]
  *
  * MODE
  *   latency  ping-pong of SIZE bytes (default 8): one-way latency in us,
@@ -11,6 +11,7 @@
  *            for them, then sends a 4-byte ack; messages per second
  *   bw       as rate, with SIZE default 1 MiB: bandwidth in MB/s (10^6 bytes/s)
  *
+ * Several sizes (a comma list) are measured one after the other in one run.
  * Each measurement is the median of R repetitions (default 5) of N iterations
  * (ping-pongs or windows), after a warm-up. Without --iters, N is calibrated so the
  * R repetitions together take about T seconds (default 1).
@@ -100,22 +101,30 @@ static int cmp_double(const void *a, const void *b) {
 static void usage(void) {
     if (rank == 0)
         fprintf(stderr,
-                "usage: p2p_bench [--iters N] [--reps R] [--time T] latency|rate|bw [SIZE]\n"
-                "  SIZE in bytes (suffix K or M for KiB/MiB); default 8, 1M for bw\n"
+                "usage: p2p_bench [--iters N] [--reps R] [--time T] latency|rate|bw [SIZE[,SIZE...]]\n"
+                "  SIZE in bytes (suffix K or M for KiB/MiB); default 8, 1M for bw; a comma list\n"
+                "  measures each size in turn\n"
                 "  --iters N  iterations per repetition (default: calibrated to --time)\n"
                 "  --reps R   repetitions, the median is reported (default 5)\n"
                 "  --time T   seconds for the R repetitions together when calibrating (default 1)\n");
 }
 
-static int parse_size(const char *s, size_t *out) {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s) return 0;
-    if (*end == 'K' || *end == 'k') v <<= 10, end++;
-    else if (*end == 'M' || *end == 'm') v <<= 20, end++;
-    if (*end != '\0' || v > (1ULL << 30)) return 0;
-    *out = (size_t)v;
-    return 1;
+enum { MAX_SIZES = 64 };
+
+/* A comma list of sizes; returns how many (0: malformed). */
+static int parse_sizes(const char *s, size_t *out) {
+    int n = 0;
+    for (;;) {
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (end == s || n == MAX_SIZES) return 0;
+        if (*end == 'K' || *end == 'k') v <<= 10, end++;
+        else if (*end == 'M' || *end == 'm') v <<= 20, end++;
+        if ((*end != '\0' && *end != ',') || v > (1ULL << 30)) return 0;
+        out[n++] = (size_t)v;
+        if (*end == '\0') return n;
+        s = end + 1;
+    }
 }
 
 int main(int argc, char **argv) {
@@ -124,17 +133,18 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-    long iters = 0;
-    int reps = 5, ok = 1, have_size = 0;
+    long iters_arg = 0;
+    int reps = 5, ok = 1, nsizes = 0;
+    size_t sizes[MAX_SIZES];
     double target = 1.0;
     const char *mode_name = NULL;
     for (int a = 1; a < argc && ok; a++) {
-        if (strcmp(argv[a], "--iters") == 0 && a + 1 < argc) iters = atol(argv[++a]), ok = iters > 0;
+        if (strcmp(argv[a], "--iters") == 0 && a + 1 < argc) iters_arg = atol(argv[++a]), ok = iters_arg > 0;
         else if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc)
             reps = atoi(argv[++a]), ok = reps > 0 && reps <= MAX_REPS;
         else if (strcmp(argv[a], "--time") == 0 && a + 1 < argc) target = atof(argv[++a]), ok = target > 0;
         else if (!mode_name && argv[a][0] != '-') mode_name = argv[a];
-        else if (mode_name && !have_size) ok = have_size = parse_size(argv[a], &msg_size);
+        else if (mode_name && nsizes == 0) ok = (nsizes = parse_sizes(argv[a], sizes)) > 0;
         else ok = 0;
     }
     mode_t_ mode = LATENCY;
@@ -148,51 +158,57 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 2;
     }
-    if (!have_size) msg_size = mode == BW ? (size_t)1 << 20 : 8;
-
-    size_t rlen = (mode == LATENCY ? 1 : WINDOW) * (msg_size ? msg_size : 1);
-    sbuf = malloc(msg_size ? msg_size : 1);
+    if (nsizes == 0) sizes[nsizes++] = mode == BW ? (size_t)1 << 20 : 8;
+    size_t max_size = 1;
+    for (int i = 0; i < nsizes; i++) max_size = sizes[i] > max_size ? sizes[i] : max_size;
+    size_t rlen = (mode == LATENCY ? 1 : WINDOW) * max_size;
+    sbuf = malloc(max_size);
     rbuf = malloc(rlen);
     if (!sbuf || !rbuf) {
         fprintf(stderr, "p2p_bench: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    memset(sbuf, 'a' + rank, msg_size ? msg_size : 1);
+    memset(sbuf, 'a' + rank, max_size);
     memset(rbuf, 0, rlen); /* touch the pages before timing */
 
-    /* Warm-up (connections, registration caches), then calibration, which warms up further. */
-    run_block(mode, mode == LATENCY ? 1000 : 20);
-    int calibrated = iters == 0;
-    if (calibrated) iters = calibrate(mode, reps, target);
+    for (int si = 0; si < nsizes; si++) {
+        msg_size = sizes[si];
+        long iters = iters_arg;
 
-    double t[MAX_REPS];
-    for (int r = 0; r < reps; r++) t[r] = run_block(mode, iters);
-    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
-    double median = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
+        /* Warm-up (connections, registration caches), then calibration, which warms up further. */
+        run_block(mode, mode == LATENCY ? 1000 : 20);
+        int calibrated = iters == 0;
+        if (calibrated) iters = calibrate(mode, reps, target);
 
-    if (rank == 0) {
-        double value = 0, best = 0, worst = 0;
-        const char *unit = "";
-        double msgs = (double)iters * WINDOW;
-        switch (mode) {
-        case LATENCY:
-            value = median / (2.0 * (double)iters) * 1e6, unit = "us";
-            best = t[0] / (2.0 * (double)iters) * 1e6, worst = t[reps - 1] / (2.0 * (double)iters) * 1e6;
-            break;
-        case RATE:
-            value = msgs / median, unit = "msg/s";
-            best = msgs / t[0], worst = msgs / t[reps - 1];
-            break;
-        case BW:
-            value = msgs * (double)msg_size / median / 1e6, unit = "MB/s";
-            best = msgs * (double)msg_size / t[0] / 1e6, worst = msgs * (double)msg_size / t[reps - 1] / 1e6;
-            break;
+        double t[MAX_REPS];
+        for (int r = 0; r < reps; r++) t[r] = run_block(mode, iters);
+        qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+        double median = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
+
+        if (rank == 0) {
+            double value = 0, best = 0, worst = 0;
+            const char *unit = "";
+            double msgs = (double)iters * WINDOW;
+            switch (mode) {
+            case LATENCY:
+                value = median / (2.0 * (double)iters) * 1e6, unit = "us";
+                best = t[0] / (2.0 * (double)iters) * 1e6, worst = t[reps - 1] / (2.0 * (double)iters) * 1e6;
+                break;
+            case RATE:
+                value = msgs / median, unit = "msg/s";
+                best = msgs / t[0], worst = msgs / t[reps - 1];
+                break;
+            case BW:
+                value = msgs * (double)msg_size / median / 1e6, unit = "MB/s";
+                best = msgs * (double)msg_size / t[0] / 1e6, worst = msgs * (double)msg_size / t[reps - 1] / 1e6;
+                break;
+            }
+            printf("mode=%s size=%zu value=%.*f unit=%s\n", mode_name, msg_size, mode == LATENCY ? 3 : 1, value, unit);
+            printf("# %s, %zu bytes: %.4g %s (median of %d reps x %ld %s%s; best %.4g, worst %.4g)\n", mode_name,
+                   msg_size, value, unit, reps, iters, mode == LATENCY ? "round trips" : "windows of 64",
+                   calibrated ? ", calibrated" : "", best, worst);
+            fflush(stdout);
         }
-        printf("mode=%s size=%zu value=%.*f unit=%s\n", mode_name, msg_size, mode == LATENCY ? 3 : 1, value, unit);
-        printf("# %s, %zu bytes: %.4g %s (median of %d reps x %ld %s%s; best %.4g, worst %.4g)\n", mode_name,
-               msg_size, value, unit, reps, iters, mode == LATENCY ? "round trips" : "windows of 64",
-               calibrated ? ", calibrated" : "", best, worst);
-        fflush(stdout);
     }
     free(sbuf);
     free(rbuf);

@@ -20,4 +20,7 @@ ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_CPP
 ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_CFLAGS = $(AM_CFLAGS) $(OMPI_COMPONENT_CFLAGS)
 ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_LIBADD = matching/libubermatch_matching.la \
 	$(UCX_LIBS) $(MPI_LIBS) -lopen-pal
-ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_LDFLAGS = -module -avoid-version -L$(OMPI_LIBDIR)
+# -Bsymbolic-functions: calls inside the component (glue -> protocol -> engine)
+# bind at link time, not through the PLT, on every message.
+ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_LDFLAGS = -module -avoid-version -L$(OMPI_LIBDIR) \
+	-Wl,-Bsymbolic-functions

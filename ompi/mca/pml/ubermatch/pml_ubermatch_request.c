@@ -24,50 +24,6 @@ static void request_destruct(mca_pml_ubermatch_request_t *req)
 OBJ_CLASS_INSTANCE(mca_pml_ubermatch_request_t, ompi_request_t, request_construct,
                    request_destruct);
 
-static void reset_status(ompi_status_public_t *status)
-{
-    status->MPI_SOURCE = MPI_ANY_SOURCE;
-    status->MPI_TAG = MPI_ANY_TAG;
-    status->MPI_ERROR = MPI_SUCCESS;
-    status->_cancelled = 0;
-    status->_ucount = 0;
-}
-
-mca_pml_ubermatch_request_t *mca_pml_ubermatch_request_alloc(mca_pml_ubermatch_request_kind_t kind,
-                                                             bool persistent, const void *buf,
-                                                             size_t count, ompi_datatype_t *datatype,
-                                                             int peer, int tag,
-                                                             mca_pml_base_send_mode_t mode,
-                                                             struct ompi_communicator_t *comm)
-{
-    mca_pml_ubermatch_request_t *req =
-        (mca_pml_ubermatch_request_t *) opal_free_list_get(&mca_pml_ubermatch.requests);
-    if (OPAL_UNLIKELY(NULL == req)) {
-        return NULL;
-    }
-    OMPI_REQUEST_INIT(&req->ompi, persistent);
-    req->ompi.req_state = persistent ? OMPI_REQUEST_INACTIVE : OMPI_REQUEST_ACTIVE;
-    /* Held until the request is released, as Open MPI's PMLs do: MPI_Comm_free
-     * with this operation pending must not delete the engine it waits in. */
-    req->ompi.req_mpi_object.comm = comm;
-    OBJ_RETAIN(comm);
-    reset_status(&req->ompi.req_status);
-    req->kind = kind;
-    req->free_called = false;
-    req->internal_bsend = false;
-    req->buf = (void *) buf;
-    req->count = count;
-    req->datatype = datatype;
-    if (NULL != datatype) {
-        OMPI_DATATYPE_RETAIN(datatype);
-    }
-    req->peer = peer;
-    req->tag = tag;
-    req->mode = mode;
-    req->packed = NULL;
-    return req;
-}
-
 void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req)
 {
     if (NULL != req->datatype) {
@@ -223,7 +179,7 @@ void mca_pml_ubermatch_completed_send_init(void)
     req->req_free = completed_send_free;
     req->req_cancel = completed_send_cancel;
     req->req_mpi_object.comm = &ompi_mpi_comm_world.comm;
-    reset_status(&req->req_status);
+    mca_pml_ubermatch_reset_status(&req->req_status);
     ompi_request_complete(req, false);
 }
 
@@ -235,39 +191,17 @@ void mca_pml_ubermatch_completed_send_fini(void)
     OBJ_DESTRUCT(req);
 }
 
-static void recv_prepare(mca_pml_ubermatch_request_t *req)
-{
-    struct ompi_communicator_t *comm = req->ompi.req_mpi_object.comm;
-    size_t size = mca_pml_ubermatch_packed_size(req->count, req->datatype);
-    req->recv.cookie = req;
-    req->recv.buffer = mca_pml_ubermatch_contiguous_base(req->buf, req->count, req->datatype);
-    req->recv.capacity = size;
-    req->recv.source = req->peer;
-    req->recv.tag = req->tag;
-    mca_pml_ubermatch_hint(req->tag, size, comm, &req->recv.hint);
-}
-
-static int recv_start(mca_pml_ubermatch_request_t *req)
-{
-    recv_prepare(req);
-    return UM_PROTO_OK == um_proto_post_recv(mca_pml_ubermatch.proto,
-                                        mca_pml_ubermatch_comm(req->ompi.req_mpi_object.comm),
-                                        &req->recv)
-               ? OMPI_SUCCESS
-               : OMPI_ERROR;
-}
-
 int mca_pml_ubermatch_request_start_mrecv(mca_pml_ubermatch_request_t *req, um_proto_msg_t *msg)
 {
-    recv_prepare(req);
+    mca_pml_ubermatch_recv_prepare(req);
     return UM_PROTO_OK == um_proto_msg_recv(mca_pml_ubermatch.proto, msg, &req->recv)
                ? OMPI_SUCCESS
                : OMPI_ERROR;
 }
 
-int mca_pml_ubermatch_request_start(mca_pml_ubermatch_request_t *req)
+int mca_pml_ubermatch_send_start(mca_pml_ubermatch_request_t *req)
 {
-    return PML_UM_SEND == req->kind ? send_start(req) : recv_start(req);
+    return send_start(req);
 }
 
 int mca_pml_ubermatch_start(size_t count, ompi_request_t **requests)
@@ -280,7 +214,7 @@ int mca_pml_ubermatch_start(size_t count, ompi_request_t **requests)
         }
         req->ompi.req_complete = REQUEST_PENDING;
         req->ompi.req_state = OMPI_REQUEST_ACTIVE;
-        reset_status(&req->ompi.req_status);
+        mca_pml_ubermatch_reset_status(&req->ompi.req_status);
         rc = mca_pml_ubermatch_request_start(req);
         if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
             return rc;

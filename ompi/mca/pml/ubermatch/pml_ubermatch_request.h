@@ -35,20 +35,8 @@ typedef struct mca_pml_ubermatch_request {
 
 OBJ_CLASS_DECLARATION(mca_pml_ubermatch_request_t);
 
-/* A request for one operation (persistent: kept across MPI_Start). */
-mca_pml_ubermatch_request_t *mca_pml_ubermatch_request_alloc(mca_pml_ubermatch_request_kind_t kind,
-                                                             bool persistent, const void *buf,
-                                                             size_t count, ompi_datatype_t *datatype,
-                                                             int peer, int tag,
-                                                             mca_pml_base_send_mode_t mode,
-                                                             struct ompi_communicator_t *comm);
 void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req);
-
-/* Starts the operation of an allocated (or restarted persistent) request. */
-int mca_pml_ubermatch_request_start(mca_pml_ubermatch_request_t *req);
-
-/* Receives an mprobe'd message into the request. */
-int mca_pml_ubermatch_request_start_mrecv(mca_pml_ubermatch_request_t *req, um_proto_msg_t *msg);
+int mca_pml_ubermatch_send_start(mca_pml_ubermatch_request_t *req);
 
 /* Where a datatype's data starts, when count of it is one contiguous block. */
 static inline void *mca_pml_ubermatch_contiguous_base(const void *buf, size_t count,
@@ -64,6 +52,85 @@ static inline size_t mca_pml_ubermatch_packed_size(size_t count, ompi_datatype_t
 {
     return datatype->super.size * count;
 }
+
+/* Inline: every MPI_Irecv and MPI_Recv runs them. */
+/* A request for one operation (persistent: kept across MPI_Start). */
+static inline void mca_pml_ubermatch_reset_status(ompi_status_public_t *status)
+{
+    status->MPI_SOURCE = MPI_ANY_SOURCE;
+    status->MPI_TAG = MPI_ANY_TAG;
+    status->MPI_ERROR = MPI_SUCCESS;
+    status->_cancelled = 0;
+    status->_ucount = 0;
+}
+
+static inline mca_pml_ubermatch_request_t *
+mca_pml_ubermatch_request_alloc(mca_pml_ubermatch_request_kind_t kind,
+                                                             bool persistent, const void *buf,
+                                                             size_t count, ompi_datatype_t *datatype,
+                                                             int peer, int tag,
+                                                             mca_pml_base_send_mode_t mode,
+                                                             struct ompi_communicator_t *comm)
+{
+    mca_pml_ubermatch_request_t *req =
+        (mca_pml_ubermatch_request_t *) opal_free_list_get(&mca_pml_ubermatch.requests);
+    if (OPAL_UNLIKELY(NULL == req)) {
+        return NULL;
+    }
+    OMPI_REQUEST_INIT(&req->ompi, persistent);
+    req->ompi.req_state = persistent ? OMPI_REQUEST_INACTIVE : OMPI_REQUEST_ACTIVE;
+    /* Held until the request is released, as Open MPI's PMLs do: MPI_Comm_free
+     * with this operation pending must not delete the engine it waits in. */
+    req->ompi.req_mpi_object.comm = comm;
+    OBJ_RETAIN(comm);
+    mca_pml_ubermatch_reset_status(&req->ompi.req_status);
+    req->kind = kind;
+    req->free_called = false;
+    req->internal_bsend = false;
+    req->buf = (void *) buf;
+    req->count = count;
+    req->datatype = datatype;
+    if (NULL != datatype) {
+        OMPI_DATATYPE_RETAIN(datatype);
+    }
+    req->peer = peer;
+    req->tag = tag;
+    req->mode = mode;
+    req->packed = NULL;
+    return req;
+}
+
+static inline void mca_pml_ubermatch_recv_prepare(mca_pml_ubermatch_request_t *req)
+{
+    struct ompi_communicator_t *comm = req->ompi.req_mpi_object.comm;
+    size_t size = mca_pml_ubermatch_packed_size(req->count, req->datatype);
+    req->recv.cookie = req;
+    req->recv.buffer = mca_pml_ubermatch_contiguous_base(req->buf, req->count, req->datatype);
+    req->recv.capacity = size;
+    req->recv.source = req->peer;
+    req->recv.tag = req->tag;
+    mca_pml_ubermatch_hint(req->tag, size, comm, &req->recv.hint);
+}
+
+static inline int mca_pml_ubermatch_recv_start(mca_pml_ubermatch_request_t *req)
+{
+    mca_pml_ubermatch_recv_prepare(req);
+    return UM_PROTO_OK == um_proto_post_recv(mca_pml_ubermatch.proto,
+                                        mca_pml_ubermatch_comm(req->ompi.req_mpi_object.comm),
+                                        &req->recv)
+               ? OMPI_SUCCESS
+               : OMPI_ERROR;
+}
+
+/* Starts the operation of an allocated (or restarted persistent) request. */
+static inline int mca_pml_ubermatch_request_start(mca_pml_ubermatch_request_t *req)
+{
+    return PML_UM_SEND == req->kind ? mca_pml_ubermatch_send_start(req)
+                                    : mca_pml_ubermatch_recv_start(req);
+}
+
+/* Receives an mprobe'd message into the request. */
+int mca_pml_ubermatch_request_start_mrecv(mca_pml_ubermatch_request_t *req, um_proto_msg_t *msg);
 
 /* A standard or ready send of contiguous data that UCX completes inside the
  * call (short messages, single-threaded): true when it went, with no request

@@ -534,11 +534,6 @@ void Protocol::rndv_cb(void *request, ucs_status_t status, size_t, void *user_da
     self->finish_recv(recv, source, tag, length, UM_PROTO_OK);
 }
 
-void Protocol::free_message(Message *msg) {
-    release_data(msg);
-    recycle(msg);
-}
-
 void Protocol::drop(Message *msg, bool ucx_owns) {
     ++dropped_;
     if (!(msg->rndv && ucx_owns)) {
@@ -555,10 +550,6 @@ void Protocol::release_data(Message *msg) {
     }
 }
 
-void Protocol::recycle(Message *msg) {
-    Guard guard(*this);
-    messages_.put(msg);
-}
 
 // --- operations from the glue ----------------------------------------------------
 

@@ -268,8 +268,17 @@ private:
     private:
         std::mutex *m_;
     };
-    void free_message(Message *msg); // outside the lock: may release a UCX descriptor
-    void recycle(Message *msg);      // outside the lock
+    // Outside the lock: may release a UCX descriptor.
+    void free_message(Message *msg) {
+        if (UM_UNLIKELY(msg->rndv || msg->on_heap())) {
+            release_data(msg);
+        }
+        recycle(msg);
+    }
+    void recycle(Message *msg) { // outside the lock
+        Guard guard(*this);
+        messages_.put(msg);
+    }
     // Under the lock: an arrival that cannot be kept for want of memory. Its
     // rendezvous descriptor is released unless UCX still owns it (inside the
     // arrival's own callback, where returning UCS_OK gives it back).
