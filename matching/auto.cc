@@ -58,9 +58,12 @@ Found AutoQueue<Posted>::take_recv(int32_t source, int32_t tag) {
         found = list_.find_recv(source, tag, inspected);
         maybe_index(inspected);
     } else {
-        if (PeerQueue *fifo = keys_.find(source, tag)) {
-            found = fifo->front();
-            inspected = 1;
+        earliest_of_key(source, tag, found, inspected);
+        if (any_source_ > 0) {
+            earliest_of_key(UM_ANY_SOURCE, tag, found, inspected);
+        }
+        if (any_tag_ > 0 && tag >= 0) { // ANY_TAG never matches a collective tag
+            earliest_of_key(source, UM_ANY_TAG, found, inspected);
         }
         if (blocks_.live() > 0) {
             const uint64_t bound = found != nullptr ? found->seq : UINT64_MAX;
@@ -105,12 +108,13 @@ Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected) {
             if (e->block != nullptr) {
                 blocks_.remove(static_cast<Block *>(e->block), e->slot);
             }
-            if (is_exact(e->source, e->tag)) {
+            if (keyed(e->source, e->tag)) {
                 PeerQueue *fifo = keys_.find(e->source, e->tag);
                 fifo->remove(e);
                 if (fifo->empty()) {
                     keys_.erase(e->source, e->tag);
                 }
+                count_wild(e, -1);
             }
         });
     }
@@ -128,12 +132,14 @@ Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected) {
 
 template <bool Posted>
 void AutoQueue<Posted>::place(AutoEntry *e) {
-    // Messages go to both structures; receives to one: exact to the index, wildcard to blocks.
-    if (!Posted || !is_exact(e->source, e->tag)) {
+    // Messages go to both structures; receives to one: keyed ones to the index,
+    // (ANY_SOURCE, ANY_TAG) ones to blocks.
+    if (!Posted || !keyed(e->source, e->tag)) {
         blocks_.push_back(e);
     }
-    if (is_exact(e->source, e->tag)) {
+    if (keyed(e->source, e->tag)) {
         keys_.insert(e->source, e->tag).push_back(e);
+        count_wild(e, +1);
     }
 }
 
@@ -161,7 +167,7 @@ bool AutoQueue<Posted>::cancel(int32_t source, int32_t tag, void *request) {
     Entry *e = nullptr;
     if (!indexed_) {
         e = list_.find_handle(request);
-    } else if (is_exact(source, tag)) {
+    } else if (keyed(source, tag)) {
         PeerQueue *fifo = keys_.find(source, tag);
         e = fifo != nullptr ? fifo->find_handle(request) : nullptr;
     } else {
@@ -203,7 +209,7 @@ void AutoQueue<Posted>::to_list() {
     all.reserve(size_);
     blocks_.for_each([&](const Block &b, unsigned i) { all.push_back(static_cast<Entry *>(b.handle[i])); });
     if constexpr (Posted) {
-        // Exact receives are only in the index; merge them with the wildcards by posting order.
+        // Keyed receives are only in the index; merge them with the blocks' by posting order.
         keys_.for_each([&](const PeerQueue &fifo) {
             fifo.for_each([&](Entry &e) { all.push_back(&e); });
         });
@@ -213,6 +219,8 @@ void AutoQueue<Posted>::to_list() {
         keys_.clear();
         blocks_.clear();
     });
+    any_source_ = 0;
+    any_tag_ = 0;
     for (Entry *e : all) {
         auto_entry(e)->block = nullptr;
         list_.push_back(e);

@@ -8,11 +8,14 @@
 //    index_at elements the queue is indexed, and when it falls to list_at
 //    elements it is a list again; the gap between the two keeps a queue from
 //    changing form at every operation.
-//  - Indexed posted receives: exact (source, tag) ones in a hash index of
-//    per-key FIFOs (key_index.h), wildcard ones in SIMD blocks (the `vector`
-//    kernels). Every receive carries its posting sequence number, so an
-//    arrival takes the head of its key's FIFO and, only when wildcards are
-//    queued, the first wildcard that matches, whichever was posted first.
+//  - Indexed posted receives: every receive with at most one wildcard in a
+//    hash index of per-key FIFOs (key_index.h), keyed (source, tag),
+//    (ANY_SOURCE, tag) or (source, ANY_TAG); only (ANY_SOURCE, ANY_TAG)
+//    receives in SIMD blocks (the `vector` kernels). Every receive carries its
+//    posting sequence number, so an arrival (source, tag) takes the earliest
+//    of the heads of the three keys it can match (probing the wildcard keys
+//    only while such receives are queued) and of the first block slot: a
+//    constant number of probes at any depth, wildcards included.
 //  - Indexed unexpected messages: in the hash index by (source, tag) and in
 //    SIMD blocks in arrival order, so an exact receive probes its key and a
 //    wildcard receive scans the blocks. The first message a wildcard matches
@@ -219,6 +222,27 @@ private:
     static bool is_exact(int32_t source, int32_t tag) {
         return source != UM_ANY_SOURCE && tag != UM_ANY_TAG;
     }
+    // In the key index (else in blocks): every message; a receive unless both
+    // its source and its tag are wildcards.
+    static bool keyed(int32_t source, int32_t tag) {
+        return !Posted || source != UM_ANY_SOURCE || tag != UM_ANY_TAG;
+    }
+    // Posted, indexed: the head of a key's FIFO, when earlier than `best`.
+    void earliest_of_key(int32_t source, int32_t tag, Entry *&best, uint32_t &inspected) {
+        if (PeerQueue *fifo = keys_.find(source, tag)) {
+            ++inspected;
+            Entry *head = fifo->front();
+            if (best == nullptr || head->seq < best->seq) {
+                best = head;
+            }
+        }
+    }
+    void count_wild(const Entry *e, int delta) {
+        if constexpr (Posted) {
+            any_source_ += e->source == UM_ANY_SOURCE ? delta : 0;
+            any_tag_ += e->tag == UM_ANY_TAG ? delta : 0;
+        }
+    }
     size_t index_bytes() const { return keys_.bytes() + blocks_.bytes(); }
 
     // Takes e out of whatever holds it and gives it back to the pool.
@@ -250,6 +274,9 @@ private:
     KeyIndex keys_;
     BlockList<Block> blocks_;
     size_t reindex_at_; // a list of this many elements is indexed (grows when memory denied it)
+    // Posted, indexed: keyed receives with ANY_SOURCE, with ANY_TAG (their keys are probed only then).
+    size_t any_source_ = 0;
+    size_t any_tag_ = 0;
 };
 
 class AutoEngine final : public Engine {
