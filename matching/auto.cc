@@ -90,6 +90,18 @@ Found AutoQueue<Posted>::take_message(int32_t source, int32_t tag, bool remove) 
             found = fifo->front();
             inspected = 1;
         }
+    } else if (tag != UM_ANY_TAG) { // ANY_SOURCE
+        build_wild_index();
+        if (auto *fifo = by_tag_.find(UM_ANY_SOURCE, tag)) {
+            found = fifo->front();
+            inspected = 1;
+        }
+    } else if (source != UM_ANY_SOURCE) { // ANY_TAG
+        build_wild_index();
+        if (auto *fifo = by_src_.find(source, UM_ANY_TAG)) {
+            found = fifo->front();
+            inspected = 1;
+        }
     } else if (const Hit<Block> h = scan(source, tag, UINT64_MAX, inspected)) {
         found = static_cast<Entry *>(h.block->handle[h.slot]);
     }
@@ -97,6 +109,17 @@ Found AutoQueue<Posted>::take_message(int32_t source, int32_t tag, bool remove) 
         return {nullptr, inspected};
     }
     return remove ? take(auto_entry(found), inspected) : Found{found->handle, inspected};
+}
+
+template <bool Posted>
+void AutoQueue<Posted>::build_wild_index() {
+    if (wild_index_) {
+        return;
+    }
+    accounted([&] {
+        wild_index_ = true;
+        blocks_.for_each([&](const Block &b, unsigned i) { place_message(auto_entry(static_cast<Entry *>(b.handle[i]))); });
+    });
 }
 
 template <bool Posted>
@@ -115,6 +138,9 @@ Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected) {
                     keys_.erase(e->source, e->tag);
                 }
                 count_wild(e, -1);
+            }
+            if constexpr (!Posted) {
+                take_message_out(e);
             }
         });
     }
@@ -141,6 +167,9 @@ void AutoQueue<Posted>::place(AutoEntry *e) {
         keys_.insert(e->source, e->tag).push_back(e);
         count_wild(e, +1);
     }
+    if constexpr (!Posted) {
+        place_message(e);
+    }
 }
 
 template <bool Posted>
@@ -151,7 +180,10 @@ void AutoQueue<Posted>::push(int32_t source, int32_t tag, void *handle, uint64_t
         list_.push_back(e);
         return;
     }
-    const size_t more = sizeof(Block) + keys_.bytes_after_insert() - keys_.bytes();
+    size_t more = sizeof(Block) + keys_.bytes_after_insert() - keys_.bytes();
+    if (wild_index_) {
+        more += by_tag_.bytes_after_insert() - by_tag_.bytes() + by_src_.bytes_after_insert() - by_src_.bytes();
+    }
     if (!sh_.index_fits(more)) {
         ++sh_.memory_limited;
         to_list();
@@ -187,7 +219,7 @@ bool AutoQueue<Posted>::cancel(int32_t source, int32_t tag, void *request) {
 
 template <bool Posted>
 void AutoQueue<Posted>::to_index() {
-    const size_t need = KeyIndex::bytes_for(size_) + blocks_bytes_for<Block>(size_);
+    const size_t need = KeyIndex::bytes_for(size_) * (Posted ? 1 : 3) + blocks_bytes_for<Block>(size_);
     if (!sh_.index_fits(need)) {
         ++sh_.memory_limited;
         reindex_at_ = 2 * size_;
@@ -217,8 +249,11 @@ void AutoQueue<Posted>::to_list() {
     }
     accounted([&] {
         keys_.clear();
+        by_tag_.clear();
+        by_src_.clear();
         blocks_.clear();
     });
+    wild_index_ = false;
     any_source_ = 0;
     any_tag_ = 0;
     for (Entry *e : all) {

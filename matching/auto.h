@@ -16,11 +16,13 @@
 //    of the heads of the three keys it can match (probing the wildcard keys
 //    only while such receives are queued) and of the first block slot: a
 //    constant number of probes at any depth, wildcards included.
-//  - Indexed unexpected messages: in the hash index by (source, tag) and in
-//    SIMD blocks in arrival order, so an exact receive probes its key and a
-//    wildcard receive scans the blocks. The first message a wildcard matches
-//    is always the head of its key's FIFO (earlier messages of the key would
-//    match it too), so removal from the index is O(1) either way.
+//  - Indexed unexpected messages: in the hash index by (source, tag), in FIFOs
+//    by tag and (point-to-point) by source, and in SIMD blocks in arrival
+//    order: an exact receive probes its key, an ANY_SOURCE receive its tag's
+//    FIFO, an ANY_TAG receive its source's FIFO, and only a receive with both
+//    wildcards scans the blocks (its match is the first live slot). The
+//    message a receive takes is the head of each FIFO it is in (earlier ones
+//    there would match too), so removal is O(1) in all of them.
 //  - The indices of one engine hold at most max_index_bytes; a queue whose
 //    index would pass it stays a list (counted), and tries again when it has
 //    doubled.
@@ -36,13 +38,45 @@
 namespace ubermatch {
 
 // An element of `auto`: in a list, in a key FIFO, or in a wildcard block;
-// an unexpected message in a key FIFO sits in an arrival block as well.
+// an indexed unexpected message sits in its key's FIFO, an arrival block, its
+// tag's FIFO and (point-to-point) its source's FIFO.
 struct AutoEntry : Entry {
     void *block = nullptr; // the block holding it, when it is in one
     uint32_t slot = 0;
+    Link by_tag; // indexed messages: the FIFO of their tag, for ANY_SOURCE receives
+    Link by_src; // and of their source, for ANY_TAG receives
 };
 
 inline AutoEntry *auto_entry(Entry *e) { return static_cast<AutoEntry *>(e); }
+
+// A FIFO threaded through one of AutoEntry's own links (Queue threads Entry's).
+template <Link AutoEntry::*L>
+class AutoFifo {
+public:
+    bool empty() const { return head_ == nullptr; }
+    Entry *front() const { return head_; }
+    void push_back(AutoEntry *e) {
+        (e->*L).next = nullptr;
+        (e->*L).prev = tail_;
+        if (tail_ != nullptr) {
+            (auto_entry(tail_)->*L).next = e;
+        } else {
+            head_ = e;
+        }
+        tail_ = e;
+    }
+    void remove(AutoEntry *e) {
+        const Link &l = e->*L;
+        (l.prev != nullptr ? (auto_entry(l.prev)->*L).next : head_) = l.next;
+        (l.next != nullptr ? (auto_entry(l.next)->*L).prev : tail_) = l.prev;
+    }
+
+private:
+    Entry *head_ = nullptr;
+    Entry *tail_ = nullptr;
+};
+using TagIndex = BasicKeyIndex<AutoFifo<&AutoEntry::by_tag>>;
+using SourceIndex = BasicKeyIndex<AutoFifo<&AutoEntry::by_src>>;
 
 // A summary of the keys a block has held since it was started: one bit per
 // tag and per source, folded to 512 bits each, and whether it holds a
@@ -243,7 +277,38 @@ private:
             any_tag_ += e->tag == UM_ANY_TAG ? delta : 0;
         }
     }
-    size_t index_bytes() const { return keys_.bytes() + blocks_.bytes(); }
+    size_t index_bytes() const {
+        return keys_.bytes() + blocks_.bytes() + by_tag_.bytes() + by_src_.bytes();
+    }
+    // Unexpected, indexed: a message's tag and source FIFOs, kept only once a
+    // receive with one wildcard has searched this queue (built then, from the
+    // blocks in arrival order), so that exact-only traffic does not pay for them.
+    void place_message(AutoEntry *e) {
+        if (!wild_index_) {
+            return;
+        }
+        by_tag_.insert(UM_ANY_SOURCE, e->tag).push_back(e);
+        if (e->tag >= 0) { // ANY_TAG receives take point-to-point tags only
+            by_src_.insert(e->source, UM_ANY_TAG).push_back(e);
+        }
+    }
+    void take_message_out(AutoEntry *e) {
+        if (!wild_index_) {
+            return;
+        }
+        leave(by_tag_, UM_ANY_SOURCE, e->tag, e);
+        if (e->tag >= 0) {
+            leave(by_src_, e->source, UM_ANY_TAG, e);
+        }
+    }
+    template <class Index>
+    static void leave(Index &index, int32_t source, int32_t tag, AutoEntry *e) {
+        auto *fifo = index.find(source, tag);
+        fifo->remove(e);
+        if (fifo->empty()) {
+            index.erase(source, tag);
+        }
+    }
 
     // Takes e out of whatever holds it and gives it back to the pool.
     Found take(AutoEntry *e, uint32_t inspected);
@@ -272,8 +337,12 @@ private:
     size_t size_ = 0;
     PeerQueue list_;
     KeyIndex keys_;
+    TagIndex by_tag_;    // unexpected only
+    SourceIndex by_src_; // unexpected only
     BlockList<Block> blocks_;
     size_t reindex_at_; // a list of this many elements is indexed (grows when memory denied it)
+    bool wild_index_ = false; // unexpected, indexed: by_tag_ and by_src_ are kept
+    void build_wild_index();
     // Posted, indexed: keyed receives with ANY_SOURCE, with ANY_TAG (their keys are probed only then).
     size_t any_source_ = 0;
     size_t any_tag_ = 0;

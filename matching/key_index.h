@@ -1,5 +1,6 @@
-// A hash index from an exact (source, tag) to the FIFO of the elements that
-// carry it, for the `auto` backend. Open addressing with linear probing, at
+// A hash index from a (source, tag) key to the FIFO of the elements that carry
+// it, for the `auto` backend; a key may hold one wildcard (UM_ANY_SOURCE or
+// UM_ANY_TAG), never both (that is the empty slot's key). Open addressing with linear probing, at
 // most half full; a key leaves when its FIFO empties (backward-shift
 // deletion: no tombstones, so probes stay short however long the run).
 //
@@ -15,7 +16,8 @@
 
 namespace ubermatch {
 
-class KeyIndex {
+template <class Fifo>
+class BasicKeyIndex {
 public:
     // Bytes the table would hold after adding one key (for the memory bound).
     size_t bytes_after_insert() const {
@@ -26,7 +28,7 @@ public:
     size_t bytes() const { return slots_.size() * sizeof(Slot); }
     size_t keys() const { return count_; }
 
-    PeerQueue *find(int32_t source, int32_t tag) {
+    Fifo *find(int32_t source, int32_t tag) {
         if (count_ == 0) {
             return nullptr;
         }
@@ -42,7 +44,7 @@ public:
     }
 
     // The FIFO of (source, tag), added empty when the key is new.
-    PeerQueue &insert(int32_t source, int32_t tag) {
+    Fifo &insert(int32_t source, int32_t tag) {
         if (needs_growth()) {
             rehash(grown_capacity());
         }
@@ -53,7 +55,7 @@ public:
         }
         if (slots_[i].key == kEmpty) {
             slots_[i].key = k;
-            slots_[i].fifo = PeerQueue{};
+            slots_[i].fifo = Fifo{};
             ++count_;
         }
         return slots_[i].fifo;
@@ -98,7 +100,7 @@ public:
 private:
     struct Slot {
         uint64_t key = kEmpty;
-        PeerQueue fifo;
+        Fifo fifo;
     };
     // No exact key has source 0xFFFFFFFF (UM_ANY_SOURCE).
     static constexpr uint64_t kEmpty = ~uint64_t{0};
@@ -143,6 +145,8 @@ private:
     unsigned shift_ = 64;
     size_t count_ = 0;
 };
+
+using KeyIndex = BasicKeyIndex<PeerQueue>;
 
 } // namespace ubermatch
 
