@@ -47,9 +47,14 @@ template <typename K>
 Hit<FuzzyBlock<K>> FuzzyEngine<K>::find_recv(int32_t source, int32_t tag,
                                                              uint32_t &inspected) {
     const K key = fast_key(source, tag);
+    const K any_source = FuzzyKey<K>::any_source_key(tag);
+    const K any_tag = FuzzyKey<K>::any_tag_key(source);
     for (Block *b = posted_.head(); b != nullptr; b = b->next) {
-        for (uint64_t bits = hits_(b->key, b->used, key, kWild) & used_bits(b->used); bits != 0;
-             bits &= bits - 1) {
+        uint64_t hits = hits_(b->key, b->used, key, any_source);
+        if (b->any_tag) {
+            hits |= hits_(b->key, b->used, any_tag, kWild);
+        }
+        for (uint64_t bits = hits & used_bits(b->used); bits != 0; bits &= bits - 1) {
             const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
             if (recv_matches(b->src[i], b->tag[i], source, tag)) {
                 inspected += i + 1;
