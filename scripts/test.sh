@@ -26,11 +26,11 @@ suite() { # name, command...
 show_logs() { # make check writes the programs' output to logs
     local rc=0
     make -C build -j2 check || rc=$?
-    cat build/test/engine/*.log
+    cat build/test/engine/*.log build/test/protocol/*.log
     return $rc
 }
 
-suite "engine unit and differential tests (10^6 operations per backend)" show_logs
+suite "engine unit and differential tests (10^6 operations per backend), protocol tests" show_logs
 
 sanitized() {
     make -C build-asan -j2 -s test/engine/unit_tests test/engine/differential_tests &&

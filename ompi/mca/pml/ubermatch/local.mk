@@ -11,14 +11,14 @@ ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_SOURCES = \
 	ompi/mca/pml/ubermatch/pml_ubermatch_request.c \
 	ompi/mca/pml/ubermatch/pml_ubermatch_pvar.c \
 	ompi/mca/pml/ubermatch/pml_ubermatch_coll_hooks.h \
-	ompi/mca/pml/ubermatch/pml_ubermatch_coll.c \
-	ompi/mca/pml/ubermatch/protocol/um_protocol.h \
-	ompi/mca/pml/ubermatch/protocol/protocol.h \
-	ompi/mca/pml/ubermatch/protocol/protocol.cc \
-	ompi/mca/pml/ubermatch/protocol/c_api.cc
+	ompi/mca/pml/ubermatch/pml_ubermatch_coll.c
+# The protocol core is C++: link with the C++ driver (automake's idiom for a
+# target whose own sources are C).
+nodist_EXTRA_ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_SOURCES = force-cxx-link.cc
 ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_CPPFLAGS) $(UCX_CFLAGS)
 ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_CFLAGS = $(AM_CFLAGS) $(OMPI_COMPONENT_CFLAGS)
-ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_LIBADD = matching/libubermatch_matching.la \
+ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_LIBADD = \
+	ompi/mca/pml/ubermatch/protocol/libubermatch_protocol.la \
 	$(UCX_LIBS) $(MPI_LIBS) -lopen-pal
 # -Bsymbolic-functions: calls inside the component (glue -> protocol -> engine)
 # bind at link time, not through the PLT, on every message.

@@ -1,0 +1,174 @@
+// Arrivals: the active-message callback, per-peer sequence numbers, messages
+// held out of sequence or for communicators not created yet, and the engine's
+// arrive. Nothing here may throw into UCX.
+#include "ompi/mca/pml/ubermatch/protocol/protocol.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace ubermatch::protocol {
+
+namespace {
+
+uint64_t early_key(int32_t source, uint32_t seq) {
+    return (uint64_t{static_cast<uint32_t>(source)} << 32) | seq;
+}
+
+} // namespace
+
+ucs_status_t Protocol::am_message_cb(void *arg, const void *header, size_t header_length,
+                                     void *data, size_t length, const ucp_am_recv_param_t *param) {
+    if (header_length != sizeof(WireHeader) && header_length != kShortHeader) {
+        return UCS_OK; // not ours: drop
+    }
+    return static_cast<Protocol *>(arg)->on_message(header, header_length, data, length, param);
+}
+
+// UCX's callback: nothing may throw through it. Every allocation here is
+// nothrow; one that fails costs the message concerned its payload (its
+// receive fails), never another message.
+ucs_status_t Protocol::on_message(const void *header, size_t header_length, void *data,
+                                  size_t length, const ucp_am_recv_param_t *param) noexcept {
+    Actions actions;
+    bool kept;
+    Message *msg;
+    {
+        Guard guard(*this);
+        msg = messages_.get(inject_failure());
+        if (UM_UNLIKELY(msg == nullptr)) {
+            ++dropped_;
+            return UCS_OK;
+        }
+        std::memcpy(&msg->hdr, header, kShortHeader);
+        if (header_length == sizeof(WireHeader)) {
+            std::memcpy(reinterpret_cast<char *>(&msg->hdr) + kShortHeader,
+                        static_cast<const char *>(header) + kShortHeader,
+                        sizeof(WireHeader) - kShortHeader);
+        } else {
+            msg->hdr.coll = 0;
+            msg->hdr.flags = 0;
+        }
+        msg->length = length;
+        msg->data = data;
+        msg->reply_ep = nullptr;
+        msg->stored = false;
+        msg->lost = false;
+        msg->rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+        if ((msg->hdr.flags & kFlagSync) && (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+            msg->reply_ep = param->reply_ep;
+        }
+        Comm *comm = find_comm(msg->hdr.cid);
+        if (UM_LIKELY(comm != nullptr)) {
+            kept = accept(*comm, msg, actions, true);
+        } else {
+            kept = hold_unknown(msg);
+        }
+    }
+    // Deliveries of this very message read UCX's data: it is valid until we return.
+    run(actions);
+    return (kept && msg->rndv) ? UCS_INPROGRESS : UCS_OK;
+}
+
+bool Protocol::hold_unknown(Message *msg) noexcept {
+    store(msg);
+    try {
+        unknown_comm_[msg->hdr.cid].push_back(msg);
+    } catch (const std::bad_alloc &) {
+        drop(msg, true); // no memory even to remember it: counted, reported at the end
+        return false;
+    }
+    ++held_;
+    return true;
+}
+
+bool Protocol::accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns) {
+    const int32_t src = msg->hdr.source;
+    if (src < 0 || src >= comm.remote_size) {
+        return false; // not a member: a corrupt or stray message
+    }
+    uint32_t &expected = comm.recv_seq[static_cast<size_t>(src)];
+    if (UM_UNLIKELY(msg->hdr.seq != expected)) {
+        store(msg);
+        try {
+            comm.early.emplace(early_key(src, msg->hdr.seq), msg);
+        } catch (const std::bad_alloc &) {
+            drop(msg, ucx_owns);
+            return false;
+        }
+        ++held_;
+        return true;
+    }
+    const bool kept = arrive(comm, msg, actions, ucx_owns);
+    ++expected;
+    // Release the arrivals that waited for this one.
+    while (!comm.early.empty()) {
+        auto it = comm.early.find(early_key(src, expected));
+        if (it == comm.early.end()) {
+            break;
+        }
+        Message *next = it->second;
+        comm.early.erase(it);
+        --held_;
+        arrive(comm, next, actions, false);
+        ++expected;
+    }
+    return kept;
+}
+
+bool Protocol::arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns) {
+    um_hint_t hint{};
+    hint.coll = msg->hdr.coll;
+    hint.msg_size = static_cast<uint32_t>(std::min<size_t>(msg->length, UINT32_MAX));
+    hint.comm_size = static_cast<uint32_t>(comm.remote_size);
+    um_match_t match{};
+    try {
+        comm.engine->arrive(msg->hdr.source, msg->hdr.tag, hint, msg, &match);
+    } catch (const std::bad_alloc &) {
+        drop(msg, ucx_owns); // the engine has no memory to queue it
+        return false;
+    }
+    if (match.handle != nullptr) {
+        actions.add(static_cast<um_proto_recv_t *>(match.handle), msg);
+        return false;
+    }
+    store(msg);
+    return true;
+}
+
+void Protocol::store(Message *msg) noexcept {
+    if (msg->rndv || msg->stored) {
+        return; // a rendezvous descriptor stays with UCX until received
+    }
+    msg->stored = true;
+    void *copy = msg->inline_data;
+    if (msg->length > sizeof msg->inline_data) {
+        copy = inject_failure() ? nullptr : std::malloc(msg->length);
+        if (copy == nullptr) {
+            msg->lost = true;
+            msg->data = nullptr;
+            ++lost_;
+            return;
+        }
+    }
+    std::memcpy(copy, msg->data, msg->length);
+    msg->data = copy;
+}
+
+void Protocol::drop(Message *msg, bool ucx_owns) {
+    ++dropped_;
+    if (!(msg->rndv && ucx_owns)) {
+        release_data(msg);
+    }
+    messages_.put(msg);
+}
+
+void Protocol::release_data(Message *msg) {
+    if (msg->rndv) {
+        ucp_am_data_release(worker_, msg->data);
+    } else if (msg->on_heap()) {
+        std::free(msg->data);
+    }
+}
+
+} // namespace ubermatch::protocol

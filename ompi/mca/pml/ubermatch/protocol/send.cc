@@ -1,0 +1,84 @@
+// Sends: the wire header, sequence numbers, UCX completion and the
+// acknowledgement that completes a synchronous send.
+#include "ompi/mca/pml/ubermatch/protocol/protocol.h"
+
+#include <cstring>
+
+namespace ubermatch::protocol {
+
+int Protocol::send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
+                   const void *data, size_t length, bool sync, SendOp *op, void *cookie) {
+    if (dst < 0 || dst >= comm->remote_size) {
+        return UM_PROTO_ERROR;
+    }
+    op->owner = this;
+    op->cookie = cookie;
+    op->pending = sync ? 2 : 1;
+    op->status = UM_PROTO_OK;
+    op->hdr = WireHeader{comm->cid, comm->local_rank, tag, 0, hint.coll,
+                         static_cast<uint16_t>(sync ? kFlagSync : 0), 0,
+                         reinterpret_cast<uint64_t>(op)};
+    {
+        Guard guard(*this);
+        op->hdr.seq = comm->send_seq[static_cast<size_t>(dst)]++;
+    }
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send = send_cb;
+    param.user_data = op;
+    param.flags = sync ? UCP_AM_SEND_FLAG_REPLY : 0;
+    void *req = ucp_am_send_nbx(ep, kAmMessage, &op->hdr, header_length(sync, hint), data, length,
+                                &param);
+    if (UCS_PTR_IS_PTR(req)) {
+        return UM_PROTO_OK;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        op->pending = 1; // no acknowledgement can come: finish with the error
+        send_event(op, UM_PROTO_ERROR);
+        return UM_PROTO_OK;
+    }
+    send_event(op, UM_PROTO_OK);
+    return UM_PROTO_OK;
+}
+
+void Protocol::send_cb(void *request, ucs_status_t status, void *user_data) {
+    auto *op = static_cast<SendOp *>(user_data);
+    ucp_request_free(request);
+    if (status != UCS_OK && (op->hdr.flags & kFlagSync)) {
+        // The acknowledgement will not come.
+        op->owner->send_event(op, UM_PROTO_ERROR);
+    }
+    op->owner->send_event(op, status == UCS_OK ? UM_PROTO_OK : UM_PROTO_ERROR);
+}
+
+void Protocol::send_event(SendOp *op, int status) {
+    int left;
+    if (thread_multiple_) {
+        if (status != UM_PROTO_OK) {
+            __atomic_store_n(&op->status, status, __ATOMIC_RELAXED);
+        }
+        left = __atomic_sub_fetch(&op->pending, 1, __ATOMIC_ACQ_REL);
+    } else {
+        if (status != UM_PROTO_OK) {
+            op->status = status;
+        }
+        left = --op->pending;
+    }
+    if (left == 0) {
+        cb_.send_done(op->cookie, op->status);
+    }
+}
+
+ucs_status_t Protocol::am_ack_cb(void *arg, const void *header, size_t header_length, void *,
+                                 size_t, const ucp_am_recv_param_t *) {
+    if (header_length != sizeof(uint64_t)) {
+        return UCS_OK;
+    }
+    uint64_t sender;
+    std::memcpy(&sender, header, sizeof sender);
+    static_cast<Protocol *>(arg)->send_event(reinterpret_cast<SendOp *>(sender), UM_PROTO_OK);
+    return UCS_OK;
+}
+
+} // namespace ubermatch::protocol

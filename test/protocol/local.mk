@@ -1,0 +1,6 @@
+# The protocol core alone: two cores with their own UCX workers in one process.
+check_PROGRAMS += test/protocol/protocol_tests
+TESTS += test/protocol/protocol_tests
+test_protocol_protocol_tests_SOURCES = test/protocol/protocol_tests.cc
+test_protocol_protocol_tests_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CFLAGS)
+test_protocol_protocol_tests_LDADD = ompi/mca/pml/ubermatch/protocol/libubermatch_protocol.la $(UCX_LIBS)

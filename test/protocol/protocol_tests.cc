@@ -1,0 +1,324 @@
+// The protocol core alone, in one process: two cores, each with its own UCX
+// worker, connected to each other (over shared memory), driven through the C
+// interface the PML's glue uses. No MPI, no Open MPI object.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
+
+namespace {
+
+// What the glue would keep in its request: the protocol's state plus what
+// the callbacks reported.
+struct Op {
+    um_proto_recv_t recv{};
+    um_proto_send_op_t send{};
+    bool done = false;
+    int status = -1;
+    int32_t source = -1;
+    int32_t tag = -1;
+    size_t received = 0;
+    size_t length = 0;
+    std::vector<unsigned char> unpacked; // receives without a contiguous buffer
+};
+
+void send_done(void *cookie, int status) {
+    Op *op = static_cast<Op *>(cookie);
+    op->done = true;
+    op->status = status;
+}
+
+void recv_done(void *cookie, int32_t source, int32_t tag, size_t received, size_t length, int status) {
+    Op *op = static_cast<Op *>(cookie);
+    op->done = true;
+    op->status = status;
+    op->source = source;
+    op->tag = tag;
+    op->received = received;
+    op->length = length;
+}
+
+void recv_unpack(void *cookie, const void *data, size_t length) {
+    Op *op = static_cast<Op *>(cookie);
+    const auto *p = static_cast<const unsigned char *>(data);
+    op->unpacked.insert(op->unpacked.end(), p, p + length);
+}
+
+const um_proto_callbacks_t kCallbacks = {send_done, recv_done, recv_unpack};
+
+um_proto_t *make(unsigned fail_alloc_every = 0) {
+    um_proto_config_t c{};
+    c.backend = "auto";
+    um_params_init(&c.params);
+    c.fail_alloc_every = fail_alloc_every;
+    um_proto_t *p = nullptr;
+    char err[256];
+    const int rc = um_proto_create(&c, &kCallbacks, &p, err, sizeof err);
+    INFO(err);
+    REQUIRE(rc == UM_PROTO_OK);
+    return p;
+}
+
+// Two connected cores: rank 0 is `a`, rank 1 is `b`, in every communicator.
+struct Pair {
+    explicit Pair(unsigned b_fails = 0) : a(make()), b(make(b_fails)) {
+        a_to_b = connect(a, b);
+        b_to_a = connect(b, a);
+    }
+    ~Pair() {
+        for (auto &[p, c] : comms) {
+            um_proto_comm_destroy(p, c);
+        }
+        um_proto_disconnect(a, &a_to_b, 1);
+        um_proto_disconnect(b, &b_to_a, 1);
+        um_proto_destroy(a);
+        um_proto_destroy(b);
+    }
+    static um_proto_peer_t *connect(um_proto_t *from, um_proto_t *to) {
+        void *address = nullptr;
+        size_t length = 0;
+        REQUIRE(um_proto_address(to, &address, &length) == UM_PROTO_OK);
+        char err[256];
+        um_proto_peer_t *peer = um_proto_connect(from, address, length, err, sizeof err);
+        um_proto_address_release(to, address);
+        INFO(err);
+        REQUIRE(peer != nullptr);
+        return peer;
+    }
+    um_proto_comm_t *comm(um_proto_t *p, uint32_t cid) {
+        um_proto_comm_t *c = nullptr;
+        char err[256];
+        REQUIRE(um_proto_comm_create(p, cid, p == a ? 0 : 1, 2, &c, err, sizeof err) == UM_PROTO_OK);
+        comms.push_back({p, c});
+        return c;
+    }
+    // Progresses both until done() or 5 s.
+    template <typename F>
+    bool until(F &&done) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > end) {
+                return false;
+            }
+            um_proto_progress(a);
+            um_proto_progress(b);
+        }
+        return true;
+    }
+    void spin(int rounds) {
+        for (int i = 0; i < rounds; ++i) {
+            um_proto_progress(a);
+            um_proto_progress(b);
+        }
+    }
+    int send(um_proto_comm_t *c, int32_t tag, const void *data, size_t n, Op &op, bool sync = false) {
+        const um_hint_t hint{};
+        return um_proto_send(a, c, a_to_b, 1, tag, &hint, data, n, sync ? 1 : 0, &op.send, &op);
+    }
+    int post(um_proto_comm_t *c, int32_t source, int32_t tag, void *buf, size_t cap, Op &op) {
+        op.recv.cookie = &op;
+        op.recv.buffer = buf;
+        op.recv.capacity = cap;
+        op.recv.source = source;
+        op.recv.tag = tag;
+        op.recv.hint = um_hint_t{};
+        return um_proto_post_recv(b, c, &op.recv);
+    }
+
+    um_proto_t *a;
+    um_proto_t *b;
+    um_proto_peer_t *a_to_b;
+    um_proto_peer_t *b_to_a;
+    std::vector<std::pair<um_proto_t *, um_proto_comm_t *>> comms;
+};
+
+uint64_t unexpected_len(um_proto_t *p, um_proto_comm_t *c) {
+    um_stats_t s{};
+    um_proto_comm_stats(p, c, &s);
+    return s.unexpected_len;
+}
+
+std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+    std::vector<unsigned char> v(n);
+    for (size_t i = 0; i < n; ++i) {
+        v[i] = static_cast<unsigned char>((i * 131 + seed * 7) ^ (i >> 9));
+    }
+    return v;
+}
+
+} // namespace
+
+TEST_CASE("protocol: eager messages, posted and unexpected, in order", "[protocol]") {
+    Pair p;
+    um_proto_comm_t *ca = p.comm(p.a, 3);
+    um_proto_comm_t *cb = p.comm(p.b, 3);
+    const auto m1 = pattern(8, 1);
+    const auto m2 = pattern(200, 2);
+    Op s1, s2, r1, r2;
+    std::vector<unsigned char> b1(8), b2(256);
+    REQUIRE(p.post(cb, 0, 7, b1.data(), b1.size(), r1) == UM_PROTO_OK); // posted before
+    REQUIRE(p.send(ca, 7, m1.data(), m1.size(), s1) == UM_PROTO_OK);
+    REQUIRE(p.send(ca, 7, m2.data(), m2.size(), s2) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return r1.done && s1.done && s2.done; }));
+    REQUIRE(p.until([&] { return unexpected_len(p.b, cb) == 1; }));
+    REQUIRE(p.post(cb, UM_ANY_SOURCE, UM_ANY_TAG, b2.data(), b2.size(), r2) == UM_PROTO_OK);
+    REQUIRE(r2.done); // it was waiting: matched inside the call
+    CHECK(r1.status == UM_PROTO_OK);
+    CHECK(r1.received == 8);
+    CHECK(b1 == m1);
+    CHECK(r2.status == UM_PROTO_OK);
+    CHECK(r2.source == 0);
+    CHECK(r2.tag == 7);
+    CHECK(r2.received == 200);
+    CHECK(std::memcmp(b2.data(), m2.data(), 200) == 0);
+}
+
+TEST_CASE("protocol: a message for a communicator not created yet is held, then matched", "[protocol]") {
+    Pair p;
+    um_proto_comm_t *ca = p.comm(p.a, 9);
+    const auto m = pattern(40, 3);
+    Op s, r;
+    REQUIRE(p.send(ca, 1, m.data(), m.size(), s) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return um_proto_held(p.b) == 1; }));
+    um_proto_comm_t *cb = p.comm(p.b, 9);
+    CHECK(um_proto_held(p.b) == 0);
+    std::vector<unsigned char> buf(40);
+    REQUIRE(p.post(cb, 0, 1, buf.data(), buf.size(), r) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return r.done; }));
+    CHECK(r.status == UM_PROTO_OK);
+    CHECK(buf == m);
+}
+
+TEST_CASE("protocol: truncation, eager and rendezvous, writes nothing past the buffer", "[protocol]") {
+    Pair p;
+    um_proto_comm_t *ca = p.comm(p.a, 4);
+    um_proto_comm_t *cb = p.comm(p.b, 4);
+    for (size_t n : {size_t{100}, size_t{4} << 20}) {
+        DYNAMIC_SECTION(n << " bytes") {
+            const auto m = pattern(n, 4);
+            Op s, r;
+            std::vector<unsigned char> buf(64 + 16, 0xEE);
+            REQUIRE(p.post(cb, 0, 2, buf.data(), 64, r) == UM_PROTO_OK);
+            REQUIRE(p.send(ca, 2, m.data(), m.size(), s) == UM_PROTO_OK);
+            REQUIRE(p.until([&] { return r.done && s.done; }));
+            CHECK(r.status == UM_PROTO_TRUNCATED);
+            CHECK(r.received == 64);
+            CHECK(r.length == n);
+            CHECK(std::memcmp(buf.data(), m.data(), 64) == 0);
+            for (size_t i = 64; i < buf.size(); ++i) {
+                CHECK(buf[i] == 0xEE);
+            }
+        }
+    }
+}
+
+TEST_CASE("protocol: rendezvous into a buffer and through the unpack callback", "[protocol]") {
+    Pair p;
+    um_proto_comm_t *ca = p.comm(p.a, 5);
+    um_proto_comm_t *cb = p.comm(p.b, 5);
+    const size_t n = size_t{3} << 20;
+    const auto m = pattern(n, 5);
+    Op s1, s2, r1, r2;
+    std::vector<unsigned char> buf(n);
+    REQUIRE(p.send(ca, 8, m.data(), n, s1) == UM_PROTO_OK); // unexpected: UCX keeps the descriptor
+    REQUIRE(p.send(ca, 8, m.data(), n, s2) == UM_PROTO_OK);
+    p.spin(1000);
+    CHECK_FALSE(s1.done); // a rendezvous send waits for its receive
+    REQUIRE(p.post(cb, 0, 8, buf.data(), n, r1) == UM_PROTO_OK);
+    REQUIRE(p.post(cb, 0, 8, nullptr, n, r2) == UM_PROTO_OK); // non-contiguous: unpacked in order
+    REQUIRE(p.until([&] { return r1.done && r2.done && s1.done && s2.done; }));
+    CHECK(r1.status == UM_PROTO_OK);
+    CHECK(buf == m);
+    CHECK(r2.status == UM_PROTO_OK);
+    CHECK(r2.unpacked == m);
+}
+
+TEST_CASE("protocol: a synchronous send completes when matched, not before", "[protocol]") {
+    Pair p;
+    um_proto_comm_t *ca = p.comm(p.a, 6);
+    um_proto_comm_t *cb = p.comm(p.b, 6);
+    const auto m = pattern(16, 6);
+    Op s, r;
+    REQUIRE(p.send(ca, 4, m.data(), m.size(), s, true) == UM_PROTO_OK);
+    p.spin(2000);
+    CHECK_FALSE(s.done); // delivered, unexpected, not matched
+    std::vector<unsigned char> buf(16);
+    REQUIRE(p.post(cb, 0, 4, buf.data(), buf.size(), r) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return s.done; }));
+    CHECK(s.status == UM_PROTO_OK);
+    CHECK(buf == m);
+}
+
+TEST_CASE("protocol: cancel withdraws a posted receive; probe and mprobe", "[protocol]") {
+    Pair p;
+    um_proto_comm_t *ca = p.comm(p.a, 8);
+    um_proto_comm_t *cb = p.comm(p.b, 8);
+    Op r, s;
+    std::vector<unsigned char> buf(8);
+    REQUIRE(p.post(cb, 0, 11, buf.data(), buf.size(), r) == UM_PROTO_OK);
+    int cancelled = 0;
+    REQUIRE(um_proto_cancel(p.b, cb, &r.recv, &cancelled) == UM_PROTO_OK);
+    CHECK(cancelled == 1);
+    REQUIRE(um_proto_cancel(p.b, cb, &r.recv, &cancelled) == UM_PROTO_OK);
+    CHECK(cancelled == 0); // gone already
+
+    const auto m = pattern(24, 8);
+    REQUIRE(p.send(ca, 11, m.data(), m.size(), s) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return unexpected_len(p.b, cb) == 1; }));
+    CHECK_FALSE(r.done); // the cancelled receive took nothing
+    const um_hint_t hint{};
+    int found = 0;
+    um_proto_msg_info_t info{};
+    um_proto_msg_t *msg = nullptr;
+    REQUIRE(um_proto_probe(p.b, cb, UM_ANY_SOURCE, 11, &hint, 0, &found, &info, nullptr) == UM_PROTO_OK);
+    CHECK(found == 1);
+    CHECK(info.length == 24);
+    REQUIRE(um_proto_probe(p.b, cb, 0, 11, &hint, 1, &found, &info, &msg) == UM_PROTO_OK);
+    REQUIRE(found == 1);
+    CHECK(unexpected_len(p.b, cb) == 0);
+    Op r2;
+    std::vector<unsigned char> buf2(24);
+    r2.recv.cookie = &r2;
+    r2.recv.buffer = buf2.data();
+    r2.recv.capacity = buf2.size();
+    REQUIRE(um_proto_msg_recv(p.b, msg, &r2.recv) == UM_PROTO_OK);
+    REQUIRE(r2.done);
+    CHECK(buf2 == m);
+}
+
+TEST_CASE("protocol: a failed allocation fails the receive concerned and nothing else", "[protocol]") {
+    Pair p(3); // every 3rd allocation on b's message path fails (descriptors and payload copies alternate)
+    um_proto_comm_t *ca = p.comm(p.a, 10);
+    um_proto_comm_t *cb = p.comm(p.b, 10);
+    const int kMsgs = 12;
+    std::vector<Op> s(kMsgs), r(kMsgs);
+    std::vector<std::vector<unsigned char>> m, buf;
+    for (int i = 0; i < kMsgs; ++i) {
+        m.push_back(pattern(100 + i, 10 + i)); // kept on the heap when unexpected
+        buf.emplace_back(200);
+        REQUIRE(p.send(ca, i, m.back().data(), m.back().size(), s[i]) == UM_PROTO_OK);
+    }
+    REQUIRE(p.until([&] { return unexpected_len(p.b, cb) == kMsgs; }));
+    int nomem = 0;
+    for (int i = 0; i < kMsgs; ++i) {
+        REQUIRE(p.post(cb, 0, i, buf[i].data(), buf[i].size(), r[i]) == UM_PROTO_OK);
+        REQUIRE(r[i].done);
+        if (r[i].status == UM_PROTO_NOMEM) {
+            ++nomem;
+            continue;
+        }
+        CHECK(r[i].status == UM_PROTO_OK);
+        CHECK(r[i].received == m[i].size());
+        CHECK(std::memcmp(buf[i].data(), m[i].data(), m[i].size()) == 0);
+    }
+    CHECK(nomem > 0);
+    CHECK(nomem < kMsgs);
+    um_proto_faults_t f{};
+    um_proto_faults(p.b, &f);
+    CHECK(f.lost == static_cast<uint64_t>(nomem));
+    CHECK(f.dropped == 0); // the spare descriptors covered every failed descriptor allocation
+}
