@@ -42,6 +42,8 @@ suite "engine tests under ASan+UBSan" sanitized
 # MPI tests under mpirun, with every backend, then once over TCP (the path
 # between hosts) with the default backend (auto).
 . scripts/env.sh
+# bigmsg's 2 GiB messages (4.2 GB of memory, ~20 s) run once, in a suite of their own.
+export BIGMSG_SKIP_HUGE=1
 backends=$(build/examples/engine_demo --list-backends)
 suite "component checks (ompi_info, bad settings, coll/ubermatch)" \
     test/mpi/check-component.sh build/examples/mpi/pingpong_demo "$(echo $backends | sed 's/ /, /g')" \
@@ -62,8 +64,14 @@ injected() {
         --mca pml ubermatch --mca pml_ubermatch_inject_alloc_failure 5 -x ALLOC_FAULTS_ARGS=--expect-failures
 }
 suite "MPI test with allocation failures injected" injected
+huge() {
+    env -u BIGMSG_SKIP_HUGE MPI_TESTS_ONLY=bigmsg MPI_TESTS_TIMEOUT=180 test/mpi/run-mpi-tests.sh build/test-mpi-big \
+        --mca pml ubermatch
+}
+suite "MPI test: messages of 2^31-1 B and 2100 MiB" huge
 suite "MPI tests over TCP (UCX_TLS=tcp,self)" test/mpi/run-mpi-tests.sh build/test-mpi \
     --mca pml ubermatch -x UCX_TLS=tcp,self
+suite "fault tests (a rank killed while its peers wait on it)" test/faults/run.sh build/faults
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
 
 echo "tests: $passed passed, $failed failed"

@@ -20,3 +20,9 @@ bench_mpi_queue_memory_CFLAGS = $(AM_CFLAGS) $(OMPI_COMPONENT_CFLAGS)
 # The engine is C++: link with the C++ driver.
 nodist_EXTRA_bench_mpi_queue_memory_SOURCES = dummy.cxx
 bench_mpi_queue_memory_LDADD = matching/libubermatch_matching.la
+# 10^6 unexpected messages from several senders: held memory and drain order (issue 11).
+noinst_PROGRAMS += bench/mpi/unexpected_flood
+bench_mpi_unexpected_flood_SOURCES = bench/mpi/unexpected_flood.c
+bench_mpi_unexpected_flood_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+bench_mpi_unexpected_flood_LDADD = $(MPI_LIBS)
+EXTRA_DIST += bench/mpi/message-path.sh

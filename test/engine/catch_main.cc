@@ -1,5 +1,5 @@
 // Catch2 main of the engine tests, with --ops N (operations per backend in the
-// differential test; 100000000 for a soak) and --seed S.
+// differential test; 100000000 for a soak), --long (10^7) and --seed S.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -15,12 +15,17 @@ Options &options() {
 int main(int argc, char *argv[]) {
     Catch::Session session;
     auto &o = ubermatch::test::options();
+    bool long_run = false;
     using Catch::clara::Opt;
     session.cli(session.cli() |
                 Opt(o.ops, "n")["--ops"]("operations per backend in the differential test") |
-                Opt(o.seed, "s")["--seed"]("base seed of the randomized operation sequences"));
+                Opt(o.seed, "s")["--seed"]("base seed of the randomized operation sequences") |
+                Opt(long_run)["--long"]("10^7 operations per backend (the reliability run; minutes)"));
     if (const int rc = session.applyCommandLine(argc, argv); rc != 0) {
         return rc;
+    }
+    if (long_run) {
+        o.ops = 10000000;
     }
     return session.run();
 }

@@ -47,13 +47,15 @@
 #   lifetime       2    communicators and datatypes freed with operations
 #                       pending (receive posted, unexpected, rendezvous)
 #   status_fields  2    blocking receives and probes leave MPI_ERROR alone
+#   bigmsg         2    0 B, 1 B, 2^31-1 B, 2100 MiB (derived type), data
+#                       checked; BIGMSG_SKIP_HUGE=1: only 0 and 1 B
 #   alloc_faults   2    with pml_ubermatch_inject_alloc_failure (and
 #                       ALLOC_FAULTS_ARGS=--expect-failures): failed
 #                       allocations fail their own receives, nothing else
 # A test not in this table runs with 2 ranks.
 set -u
 
-TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm lifetime status_fields alloc_faults"
+TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm lifetime status_fields alloc_faults bigmsg"
 ranks_of() {
     case "$1" in
     ordering) echo 6 ;;
