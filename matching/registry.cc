@@ -52,19 +52,19 @@ const std::vector<Backend> &table() {
      [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
          return std::make_unique<VectorEngine>(n, simd::simd_params(p));
      }},
-    {"fuzzy32", "SIMD over 32-bit fast keys (8 tag over 24 rank bits), verified (Dosanjh et al.)",
+    {"fuzzy32", "SIMD over 32-bit fast keys (24 source over 8 tag bits; a wildcard keeps the other part), verified (Dosanjh et al.)",
      [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
          return std::make_unique<FuzzyEngine<uint32_t>>(n, simd::simd_params(p));
      }},
-    {"fuzzy16", "SIMD over 16-bit xor-folded fast keys, verified (Dosanjh et al.)",
+    {"fuzzy16", "SIMD over 16-bit fast keys (8 source over 8 tag bits; a wildcard keeps the other part), verified (Dosanjh et al.)",
      [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
          return std::make_unique<FuzzyEngine<uint16_t>>(n, simd::simd_params(p));
      }},
-    {"fuzzy8", "SIMD over 8-bit xor-folded fast keys, verified (Dosanjh et al.)",
+    {"fuzzy8", "SIMD over 8-bit fast keys (4 source over 4 tag bits; a wildcard keeps the other part), verified (Dosanjh et al.)",
      [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
          return std::make_unique<FuzzyEngine<uint8_t>>(n, simd::simd_params(p));
      }},
-    {"auto", "lists while searches are short; hashed exact entries and filtered SIMD blocks of wildcards when deep; collective apart",
+    {"auto", "lists while searches are short; when deep, FIFOs hashed by (source, tag), (ANY_SOURCE, tag) and (source, ANY_TAG): flat at any depth; collective apart",
      [](int32_t n, const um_params_t &p) -> std::unique_ptr<Engine> {
          const int64_t index_at = checked("index_at", p.index_at, 2, int64_t{1} << 20);
          checked("list_at", p.list_at, 0, index_at - 1);

@@ -28,7 +28,14 @@ void Protocol::start() {
     if (status != UCS_OK) {
         throw std::runtime_error(std::string("ucp_config_read: ") + ucs_status_string(status));
     }
-    for (const auto &kv : {std::make_pair("TLS", ucx_tls_), std::make_pair("RNDV_THRESH", ucx_rndv_thresh_)}) {
+    // UCX's own rendezvous threshold for active messages is a few KiB here, and
+    // its rendezvous (RTS, get, ATS) costs 6 us at 16 KiB where an eager copy
+    // costs 1.4 (docs/message-path.md): unless the user chose (the MCA
+    // parameter or UCX_RNDV_THRESH), rendezvous starts at kRndvThresh.
+    const std::string rndv = !ucx_rndv_thresh_.empty() ? ucx_rndv_thresh_
+                             : std::getenv("UCX_RNDV_THRESH") == nullptr ? kRndvThresh
+                                                                         : std::string();
+    for (const auto &kv : {std::make_pair("TLS", ucx_tls_), std::make_pair("RNDV_THRESH", rndv)}) {
         if (!kv.second.empty()) {
             status = ucp_config_modify(config, kv.first, kv.second.c_str());
             if (status != UCS_OK) {
