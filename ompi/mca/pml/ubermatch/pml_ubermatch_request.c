@@ -14,6 +14,7 @@ static void request_construct(mca_pml_ubermatch_request_t *req)
     req->ompi.req_cancel = request_cancel;
     req->datatype = NULL;
     req->packed = NULL;
+    req->convertor_used = false;
 }
 
 static void request_destruct(mca_pml_ubermatch_request_t *req)
@@ -30,7 +31,10 @@ void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req)
         OMPI_DATATYPE_RELEASE(req->datatype);
         req->datatype = NULL;
     }
-    opal_convertor_cleanup(&req->convertor);
+    if (req->convertor_used) { /* most receives never unpack: no call for them */
+        opal_convertor_cleanup(&req->convertor);
+        req->convertor_used = false;
+    }
     OMPI_REQUEST_FINI(&req->ompi);
     /* Last: the communicator's destructor may run here (del_comm). */
     OBJ_RELEASE(req->ompi.req_mpi_object.comm);
@@ -247,6 +251,7 @@ static void recv_unpack(void *cookie, const void *data, size_t length)
     uint32_t iov_count = 1;
     size_t max = length;
 
+    req->convertor_used = true;
     opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &req->datatype->super,
                                              req->count, req->buf, 0, &req->convertor);
     opal_convertor_unpack(&req->convertor, &iov, &iov_count, &max);

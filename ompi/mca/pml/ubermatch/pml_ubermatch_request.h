@@ -31,6 +31,7 @@ typedef struct mca_pml_ubermatch_request {
     um_proto_send_op_t send;       /* send: the protocol core's state of the transfer */
     um_proto_recv_t recv;       /* receive: what the protocol core matches and fills */
     opal_convertor_t convertor; /* receive: unpacking into a non-contiguous buffer */
+    bool convertor_used;        /* prepared since the last release: cleanup needed */
 } mca_pml_ubermatch_request_t;
 
 OBJ_CLASS_DECLARATION(mca_pml_ubermatch_request_t);
