@@ -1,0 +1,80 @@
+// Tail queues (Dosanjh et al., seed 002, Algorithm 2): matching that lets one
+// thread search the posted-receive queue (PRQ) while another searches the
+// unexpected-message queue (UMQ), around any backend.
+//
+// The PRQ and the UMQ are each one instance of the chosen backend: the PRQ
+// instance only ever holds receives, the UMQ instance only messages. A backend
+// keeps state shared by its two sides (the sequence counter, statistics, pnp's
+// budget, col's buckets, auto's mode); with one instance per side nothing is
+// shared, each instance is touched only under its own lock (PRQL, UMQL), and
+// no backend needed changing. The inboxes PRQT and UMQT take entries that the
+// other side's thread queues; TL guards them and closes the race between a
+// receive that found no message and a message that found no receive.
+//
+// Lock order: PRQL or UMQL, then TL (never both queue locks), so no cycle.
+// Every public call may run on several threads at once.
+#ifndef UBERMATCH_MATCHING_TAILQ_H
+#define UBERMATCH_MATCHING_TAILQ_H
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "matching/engine.h"
+
+namespace ubermatch {
+
+class TailQueues {
+public:
+    // Throws std::invalid_argument as make_engine() does.
+    TailQueues(const std::string &backend, int32_t comm_size, const um_params_t &params);
+
+    // Same contracts as Engine's calls of the same names.
+    int post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *request,
+                  um_match_t *out);
+    int arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message,
+               um_match_t *out);
+    int probe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out);
+    int mprobe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out);
+    int cancel(int32_t source, int32_t tag, void *request, bool *removed);
+
+    // Queued receives and messages, main queue then tail, in their order
+    // (sequence numbers are positions in that order, not the backend's).
+    Snapshot snapshot() const;
+    const char *backend_name() const { return prq_->name(); }
+
+private:
+    struct Tail {
+        int32_t source;
+        int32_t tag;
+        um_hint_t hint;
+        void *handle;
+    };
+    // First entry of `tail` a receive (source, tag) matches (message inbox), or
+    // that matches a message (source, tag) (receive inbox); tail.end() if none.
+    static std::deque<Tail>::iterator find_message(std::deque<Tail> &tail, int32_t source,
+                                                   int32_t tag);
+    static std::deque<Tail>::iterator find_recv(std::deque<Tail> &tail, int32_t source,
+                                                int32_t tag);
+    // Under the side's lock and TL: move the inbox into its main queue.
+    void drain_umqt();
+    void drain_prqt();
+    // The UMQ search of post_recv and mprobe (remove) or probe; UMQL held.
+    void *take_message(int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
+                       uint32_t &inspected);
+
+    std::unique_ptr<Engine> prq_; // receives only
+    std::unique_ptr<Engine> umq_; // messages only
+    std::deque<Tail> prqt_;       // receives posted while the PRQ was busy
+    std::deque<Tail> umqt_;       // messages that found no receive
+    mutable std::mutex prql_;
+    mutable std::mutex umql_;
+    mutable std::mutex tl_;
+    const int32_t comm_size_;
+};
+
+} // namespace ubermatch
+
+#endif
