@@ -41,6 +41,7 @@ typedef struct mca_pml_ubermatch_config {
     bool print_stats;   /* one line of engine statistics per communicator, when freed */
     char *ucx_tls;      /* UCX_TLS for our worker; NULL: UCX's default */
     char *ucx_rndv_thresh;
+    char *trace;        /* directory of the matching trace (replay/); empty: off */
 } mca_pml_ubermatch_config_t;
 
 typedef struct mca_pml_ubermatch_module {

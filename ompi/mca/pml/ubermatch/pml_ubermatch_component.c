@@ -173,6 +173,12 @@ static int mca_pml_ubermatch_component_register(void)
                         "e.g. 8k or auto); empty: UCX's default",
                         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &cfg->ucx_rndv_thresh);
 
+    cfg->trace = NULL;
+    (void) register_var("trace",
+                        "Record every matching-engine call of this job into this directory, "
+                        "one rank-R.umt file per rank, for ubermatch-replay; empty: off",
+                        MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_3, &cfg->trace);
+
     rc = mca_pml_ubermatch_register_coll_hooks();
     if (OPAL_SUCCESS != rc) {
         return rc;
