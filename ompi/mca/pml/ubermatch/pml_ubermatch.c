@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "matching/um_trace.h"
 #include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/ubermatch/pml_ubermatch_request.h"
 #include "ompi/message/message.h"
@@ -100,6 +101,10 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
         (NULL != cfg->ucx_rndv_thresh && '\0' != cfg->ucx_rndv_thresh[0]) ? cfg->ucx_rndv_thresh
                                                                           : NULL;
 
+    if (0 != um_trace_start(cfg->trace, err, sizeof(err))) {
+        opal_output(0, "pml_ubermatch: %s", err);
+        return OMPI_ERR_BAD_PARAM;
+    }
     if (UM_PROTO_OK != um_proto_create(&config, &mca_pml_ubermatch_callbacks,
                                        &mca_pml_ubermatch.proto, err, sizeof(err))) {
         /* Asked for by name, so say why it cannot run rather than fall back quietly. */

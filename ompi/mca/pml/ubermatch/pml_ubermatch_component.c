@@ -181,6 +181,12 @@ static int mca_pml_ubermatch_component_register(void)
                         "is lost; 0: never",
                         MCA_BASE_VAR_TYPE_UNSIGNED_INT, OPAL_INFO_LVL_9, &cfg->inject_alloc_failure);
 
+    cfg->trace = NULL;
+    (void) register_var("trace",
+                        "Record every matching-engine call of this job into this directory, "
+                        "one rank-R.umt file per rank, for ubermatch-replay; empty: off",
+                        MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_3, &cfg->trace);
+
     rc = mca_pml_ubermatch_register_coll_hooks();
     if (OPAL_SUCCESS != rc) {
         return rc;

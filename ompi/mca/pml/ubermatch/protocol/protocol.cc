@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "matching/registry.h"
+#include "matching/trace.h"
 
 namespace ubermatch::protocol {
 
@@ -169,7 +170,7 @@ Comm *Protocol::comm_create(uint32_t cid, int32_t local_rank, int32_t remote_siz
     comm->cid = cid;
     comm->local_rank = local_rank;
     comm->remote_size = remote_size;
-    comm->engine = make_engine(backend_, remote_size, params_);
+    comm->engine = trace::record(make_engine(backend_, remote_size, params_), cid, local_rank);
     comm->send_seq.assign(static_cast<size_t>(remote_size), 0);
     comm->recv_seq.assign(static_cast<size_t>(remote_size), 0);
 

@@ -1,0 +1,20 @@
+/* Matching traces from C (the PML glue): pml_ubermatch_trace. matching/trace.h
+ * has the format and the C++ side. */
+#ifndef UBERMATCH_MATCHING_UM_TRACE_H
+#define UBERMATCH_MATCHING_UM_TRACE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every engine created after this records into dir/rank-R.umt; NULL or "":
+ * off. Returns 0, or -1 with a message in err when dir cannot be created. */
+int um_trace_start(const char *dir, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

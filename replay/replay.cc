@@ -1,0 +1,405 @@
+// ubermatch-replay: feeds a recorded matching trace (matching/trace.h) through
+// every backend, engine alone, checks each makes the recorded matches, measures
+// the search cost, and recommends a backend. Usage: README, "Matching traces".
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unordered_map>
+#include <vector>
+
+#include "matching/registry.h"
+#include "matching/trace.h"
+
+using namespace ubermatch;
+using trace::TraceOp;
+using trace::TraceRecord;
+
+namespace {
+
+const char *const kUsage =
+    "usage: ubermatch-replay TRACE_DIR|FILE.umt [--backends a,b,...] [--params k=v,...] [--no-sweep] [--print]\n";
+
+struct Result {
+    std::string backend;
+    std::string params; // "theta=10": a sweep point; "" the defaults (or --params)
+    uint64_t ops = 0, inspected = 0, deepest = 0, bytes_hw = 0, queues_hw = 0, mismatches = 0;
+    double ns = 0;
+    double ns_per_op() const { return ops != 0 ? ns / static_cast<double>(ops) : 0; }
+};
+
+// --params: the numeric um_params_t fields by name.
+void set_param(um_params_t &p, const std::string &kv) {
+    const size_t eq = kv.find('=');
+    const std::string k = kv.substr(0, eq);
+    if (eq == std::string::npos || eq + 1 == kv.size()) {
+        throw std::invalid_argument("--params: '" + kv + "' is not key=value");
+    }
+    const char *v = kv.c_str() + eq + 1;
+    char *endp = nullptr;
+    const double d = std::strtod(v, &endp);
+    if (*endp != '\0') {
+        throw std::invalid_argument("--params: " + k + "=" + v + " is not a number");
+    }
+    const auto i = static_cast<int64_t>(d);
+    if (k == "bins") p.bins = i;
+    else if (k == "theta") p.theta = i;
+    else if (k == "k_c") p.k_c = i;
+    else if (k == "k_p") p.k_p = i;
+    else if (k == "index_at") p.index_at = i;
+    else if (k == "list_at") p.list_at = i;
+    else if (k == "max_index_bytes") p.max_index_bytes = i;
+    else if (k == "compact_threshold") p.compact_threshold = d;
+    else
+        throw std::invalid_argument("--params: unknown parameter '" + k +
+                                    "'; valid: bins, theta, k_c, k_p, index_at, list_at, "
+                                    "max_index_bytes, compact_threshold");
+}
+
+std::vector<std::string> split(const std::string &s) {
+    std::vector<std::string> out;
+    std::stringstream in(s);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        if (!item.empty()) {
+            out.push_back(item);
+        }
+    }
+    return out;
+}
+
+std::vector<trace::TraceFile> load(const std::string &where) {
+    std::vector<std::string> paths;
+    struct stat st {};
+    if (::stat(where.c_str(), &st) != 0) {
+        throw std::runtime_error(where + ": no such file or directory");
+    }
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = ::opendir(where.c_str());
+        for (dirent *e; d != nullptr && (e = ::readdir(d)) != nullptr;) {
+            const std::string n = e->d_name;
+            if (n.size() > 4 && n.compare(n.size() - 4, 4, ".umt") == 0) {
+                paths.push_back(where + "/" + n);
+            }
+        }
+        if (d != nullptr) {
+            ::closedir(d);
+        }
+        if (paths.empty()) {
+            throw std::runtime_error(where + ": no *.umt trace files in this directory");
+        }
+        std::sort(paths.begin(), paths.end());
+    } else {
+        paths.push_back(where);
+    }
+    std::vector<trace::TraceFile> files;
+    for (const std::string &p : paths) {
+        files.push_back(trace::read_file(p));
+    }
+    std::sort(files.begin(), files.end(),
+              [](const trace::TraceFile &a, const trace::TraceFile &b) { return a.header.rank < b.header.rank; });
+    return files;
+}
+
+std::string who(int32_t v, int32_t any) { return v == any ? "ANY" : std::to_string(v); }
+
+void print(const std::vector<trace::TraceFile> &files) {
+    std::printf("# rank t_ns cid op source tag coll msg_size comm_size id matched result\n");
+    for (const auto &f : files) {
+        std::printf("# %s: rank %d, recorded with %s, %zu events, %llu dropped\n", f.path.c_str(),
+                    f.header.rank, f.header.backend, f.records.size(),
+                    static_cast<unsigned long long>(f.dropped));
+        for (const TraceRecord &r : f.records) {
+            std::printf("%d %llu %u %s %s %s %u %u %u %u %u %u\n", f.header.rank,
+                        static_cast<unsigned long long>(r.t_ns), r.cid, trace::op_name(r.op),
+                        who(r.source, UM_ANY_SOURCE).c_str(), who(r.tag, UM_ANY_TAG).c_str(), r.coll,
+                        r.msg_size, r.hint_comm_size, r.id, r.matched, r.result);
+        }
+    }
+}
+
+class Progress {
+public:
+    Progress(uint64_t total, const std::string &label)
+        : on_(total >= (1u << 22) && ::isatty(2)), total_(total), label_(label) {}
+    void at(uint64_t done) {
+        if (on_) {
+            const int pct = static_cast<int>(100 * done / total_);
+            std::fprintf(stderr, "\r%-24s [%-50s] %3d%%", label_.c_str(), std::string(pct / 2, '#').c_str(), pct);
+        }
+    }
+    ~Progress() {
+        if (on_) {
+            std::fprintf(stderr, "\r%-80s\r", "");
+        }
+    }
+
+private:
+    const bool on_;
+    const uint64_t total_;
+    const std::string label_;
+};
+
+void sample(const Engine &e, Result &res) {
+    const um_stats_t s = e.stats();
+    res.bytes_hw = std::max<uint64_t>(res.bytes_hw, s.bytes);
+    res.queues_hw = std::max<uint64_t>(res.queues_hw, s.queues);
+}
+
+void harvest(const Engine &e, Result &res) {
+    const um_stats_t s = e.stats();
+    res.inspected += s.p2p.inspected + s.coll.inspected;
+    res.deepest = std::max({res.deepest, s.p2p.max_inspected, s.coll.max_inspected});
+    sample(e, res);
+}
+
+// One backend over every rank's events; memory and queues are sampled every
+// 2^16 events (outside the timed part).
+Result replay(const std::vector<trace::TraceFile> &files, const std::string &backend, const um_params_t &params,
+              const std::string &label, uint64_t total) {
+    Result res;
+    res.backend = backend;
+    Progress bar(total, backend + label);
+    uint64_t done = 0;
+    for (const auto &f : files) {
+        std::unordered_map<uint32_t, std::unique_ptr<Engine>> engines;
+        uint32_t last_cid = UINT32_MAX;
+        Engine *e = nullptr;
+        auto mismatch = [&](size_t i, const TraceRecord &r, uint32_t got) {
+            if (res.mismatches++ < 5) {
+                std::fprintf(stderr,
+                             "MISMATCH %s: %s rank %d event %zu (%s cid %u source %s tag %s): recorded match %u, "
+                             "replay %u\n",
+                             backend.c_str(), f.path.c_str(), f.header.rank, i, trace::op_name(r.op), r.cid,
+                             who(r.source, UM_ANY_SOURCE).c_str(), who(r.tag, UM_ANY_TAG).c_str(), r.matched, got);
+            }
+        };
+        const size_t n = f.records.size();
+        for (size_t begin = 0; begin < n; begin += 1u << 16) {
+            const size_t end = std::min(n, begin + (1u << 16));
+            const uint64_t t0 = Timers::now_ns();
+            for (size_t i = begin; i < end; ++i) {
+                const TraceRecord &r = f.records[i];
+                if (r.op == static_cast<uint8_t>(TraceOp::comm_create)) {
+                    auto &slot = engines[r.cid];
+                    if (slot) {
+                        harvest(*slot, res); // a freed communicator's id, reused
+                    }
+                    slot = make_engine(backend, r.tag, params);
+                    e = slot.get();
+                    last_cid = r.cid;
+                    continue;
+                }
+                if (r.cid != last_cid) {
+                    const auto it = engines.find(r.cid);
+                    if (it == engines.end()) {
+                        throw std::runtime_error(f.path + ": corrupt: event " + std::to_string(i) +
+                                                 " on communicator " + std::to_string(r.cid) + " before its creation");
+                    }
+                    e = it->second.get();
+                    last_cid = r.cid;
+                }
+                um_hint_t hint{r.coll, 0, r.msg_size, r.hint_comm_size};
+                um_match_t m{};
+                void *const h = reinterpret_cast<void *>(static_cast<uintptr_t>(r.id));
+                switch (static_cast<TraceOp>(r.op)) {
+                case TraceOp::comm_create: // handled above
+                case TraceOp::end: break;
+                case TraceOp::post_recv: e->post_recv(r.source, r.tag, hint, h, &m); break;
+                case TraceOp::arrive: e->arrive(r.source, r.tag, hint, h, &m); break;
+                case TraceOp::probe: e->probe(r.source, r.tag, hint, &m); break;
+                case TraceOp::mprobe: e->mprobe(r.source, r.tag, hint, &m); break;
+                case TraceOp::cancel: {
+                    bool removed = false;
+                    e->cancel(r.source, r.tag, h, &removed);
+                    if (removed != (r.result == 1)) {
+                        mismatch(i, r, removed);
+                    }
+                    ++res.ops;
+                    continue;
+                }
+                case TraceOp::coll_begin: e->collective_begin(hint); break;
+                case TraceOp::coll_end: e->collective_end(hint); break;
+                }
+                ++res.ops;
+                const auto got = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(m.handle));
+                if (__builtin_expect(got != r.matched, 0)) {
+                    mismatch(i, r, got);
+                }
+            }
+            res.ns += static_cast<double>(Timers::now_ns() - t0);
+            for (const auto &kv : engines) {
+                sample(*kv.second, res);
+            }
+            done += end - begin;
+            bar.at(done);
+        }
+        for (const auto &kv : engines) {
+            harvest(*kv.second, res);
+        }
+    }
+    return res;
+}
+
+// The small sweeps of the adaptive backends' parameters.
+struct Sweep {
+    const char *backend;
+    const char *param;
+    std::vector<int64_t> values;
+};
+const std::vector<Sweep> kSweeps = {
+    {"auto", "index_at", {4, 32, 256}},
+    {"pnp", "theta", {10, 100, 1000}},
+    {"col", "k_c", {2, 8, 32}},
+};
+
+void advise(std::vector<Result> results, const std::string &recorded) {
+    std::stable_sort(results.begin(), results.end(), [](const Result &a, const Result &b) {
+        if ((a.mismatches == 0) != (b.mismatches == 0)) {
+            return a.mismatches == 0;
+        }
+        return a.ns_per_op() < b.ns_per_op();
+    });
+    double rec_ns = 0;
+    for (const Result &r : results) {
+        if (r.backend == recorded && r.params.empty()) {
+            rec_ns = r.ns_per_op();
+        }
+    }
+    std::printf("\n%-4s %-10s %-14s %10s %12s %8s %8s %8s %10s %7s %9s\n", "rank", "backend", "params",
+                "mismatch", "inspected/op", "deepest", "ns/op", "Mev/s", "bytes_hw", "queues", "saving");
+    int rank = 0;
+    for (const Result &r : results) {
+        char saving[32] = "-";
+        if (rec_ns > 0) {
+            std::snprintf(saving, sizeof saving, "%+.0f%%", 100.0 * (rec_ns - r.ns_per_op()) / rec_ns);
+        }
+        std::printf("%-4d %-10s %-14s %10llu %12.2f %8llu %8.1f %8.1f %10llu %7llu %9s\n", ++rank,
+                    r.backend.c_str(), r.params.empty() ? "default" : r.params.c_str(),
+                    static_cast<unsigned long long>(r.mismatches),
+                    r.ops ? static_cast<double>(r.inspected) / static_cast<double>(r.ops) : 0.0,
+                    static_cast<unsigned long long>(r.deepest), r.ns_per_op(),
+                    r.ns > 0 ? 1e3 * static_cast<double>(r.ops) / r.ns : 0.0,
+                    static_cast<unsigned long long>(r.bytes_hw), static_cast<unsigned long long>(r.queues_hw),
+                    saving);
+    }
+    std::printf("(saving: ns/op against the recorded backend, %s; ns/op is wall time of the engine alone)\n",
+                recorded.c_str());
+    const Result &best = results.front();
+    if (best.mismatches != 0) {
+        std::printf("\nno recommendation: every backend disagreed with the recorded matches (a bug)\n");
+        return;
+    }
+    std::string line = "--mca pml ubermatch --mca pml_ubermatch_backend " + best.backend;
+    if (!best.params.empty()) {
+        const size_t eq = best.params.find('=');
+        line += " --mca pml_ubermatch_" + best.params.substr(0, eq) + " " + best.params.substr(eq + 1);
+    }
+    std::printf("\nrecommended: mpirun %s ...\n", line.c_str());
+}
+
+int run(int argc, char **argv) {
+    std::string dir;
+    std::vector<std::string> names;
+    um_params_t params = default_params();
+    bool print_only = false, sweep = true;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if ((a == "--backends" || a == "--params") && i + 1 < argc) {
+            const std::string v = argv[++i];
+            if (a == "--backends") {
+                names = split(v);
+            } else {
+                for (const std::string &kv : split(v)) {
+                    set_param(params, kv);
+                }
+            }
+        } else if (a == "--print") {
+            print_only = true;
+        } else if (a == "--no-sweep") {
+            sweep = false;
+        } else if (a == "-h" || a == "--help") {
+            std::printf("%s", kUsage);
+            return 0;
+        } else if (a[0] != '-' && dir.empty()) {
+            dir = a;
+        } else {
+            throw std::invalid_argument("unknown or incomplete argument '" + a + "'\n" + kUsage);
+        }
+    }
+    if (dir.empty()) {
+        throw std::invalid_argument(kUsage);
+    }
+    if (names.empty()) {
+        for (const Backend &b : backends()) {
+            names.emplace_back(b.name);
+        }
+    }
+    for (const std::string &n : names) {
+        make_engine(n, 1, params); // an unknown name or bad --params: the valid choices, before any work
+    }
+    const std::vector<trace::TraceFile> files = load(dir);
+    if (print_only) {
+        print(files);
+        return 0;
+    }
+    uint64_t total = 0, dropped = 0;
+    for (const auto &f : files) {
+        total += f.records.size();
+        dropped += f.dropped;
+    }
+    const std::string recorded = files.front().header.backend;
+    std::printf("trace %s: %zu ranks, %llu events, recorded with backend %s\n", dir.c_str(), files.size(),
+                static_cast<unsigned long long>(total), recorded.c_str());
+    if (dropped != 0) {
+        std::printf("WARNING: %llu events were dropped while recording; matches past them may differ\n",
+                    static_cast<unsigned long long>(dropped));
+    }
+    std::vector<Result> results;
+    for (const std::string &n : names) {
+        results.push_back(replay(files, n, params, "", total));
+        for (const Sweep &s : kSweeps) {
+            if (!sweep || n != s.backend) {
+                continue;
+            }
+            for (int64_t v : s.values) {
+                um_params_t p = params;
+                const std::string kv = std::string(s.param) + "=" + std::to_string(v);
+                set_param(p, kv);
+                if (kv == "index_at=4") {
+                    p.list_at = 2; // list_at must stay below index_at
+                }
+                results.push_back(replay(files, n, p, " " + kv, total));
+                results.back().params = kv;
+            }
+        }
+    }
+    uint64_t bad = 0;
+    for (const Result &r : results) {
+        bad += r.mismatches;
+    }
+    advise(results, recorded);
+    if (bad != 0) {
+        std::printf("\nBUG: %llu replayed matches differ from the recorded run (MISMATCH lines above)\n",
+                    static_cast<unsigned long long>(bad));
+        return 1;
+    }
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "ubermatch-replay: %s\n", e.what());
+        return 2;
+    }
+}
