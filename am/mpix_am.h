@@ -1,0 +1,36 @@
+/* MPI-interoperable active messages (Zhao, Balaji, Gropp, Thakur, CCGrid 2013).
+ * AMs are RMA operations of a window epoch: issue inside fence or lock epochs,
+ * complete at the closing fence, MPI_Win_unlock(_all) or MPI_Win_flush(_all). */
+#ifndef MPIX_AM_H
+#define MPIX_AM_H
+#include <mpi.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Handler run at the target once per segment: one input segment in, one
+ * output segment out, the target persistent buffer (in its window) in place. */
+typedef int MPIX_AM_USER_FUNCTION(const void *input, int input_count, MPI_Datatype input_type,
+                                  void *output, int output_count, MPI_Datatype output_type,
+                                  void *persistent, int persistent_count,
+                                  MPI_Datatype persistent_type);
+
+typedef int MPIX_Am_op;
+
+/* Register a handler; every process registers the same handlers in the same order. */
+int MPIX_Am_op_create(MPIX_AM_USER_FUNCTION *fn, MPIX_Am_op *op);
+
+int MPIX_Am(const void *origin_input_addr, int origin_input_segment_count,
+            MPI_Datatype origin_input_datatype, void *origin_output_addr,
+            int origin_output_segment_count, MPI_Datatype origin_output_datatype,
+            int num_segments, int target_rank, MPI_Aint target_disp,
+            int target_persistent_count, MPI_Datatype target_persistent_datatype,
+            MPIX_Am_op am_op, MPI_Win win);
+
+int MPIX_Am_win_buffer_attach(void *buffer, int size, MPI_Win win);
+int MPIX_Am_win_buffer_detach(void *buffer, MPI_Win win);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
