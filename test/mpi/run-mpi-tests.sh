@@ -19,7 +19,9 @@
 # Environment:
 #   MPI_TESTS_ONLY="a b"   run only these tests (names without .c)
 #   MPI_TESTS_SKIP="x y"   skip these tests
-#   MPI_TESTS_TIMEOUT=60   seconds per test (mpirun is killed after that)
+#   MPI_TESTS_TIMEOUT=60   seconds per test (mpirun is killed after that); the
+#                          tests' own watchdog (MPITEST_WATCHDOG_S, mpitest.h)
+#                          fires 5 s before, unless set
 #   MPI_TESTS_VERBOSE=1    print every test's full output
 #   MPICC=mpicc MPIRUN=mpirun
 # Each test's full output is kept in BUILD_DIR/<test>.log.
@@ -84,6 +86,10 @@ BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
 MPICC=${MPICC:-mpicc}
 MPIRUN=${MPIRUN:-mpirun}
 TIMEOUT=${MPI_TESTS_TIMEOUT:-60}
+# A longer time limit must reach the tests too: their watchdog (45 s by
+# default) would otherwise fail a slow but sound run, e.g. bigmsg's 2 GiB
+# messages on a loaded machine (~110 s at load 20).
+export MPITEST_WATCHDOG_S=${MPITEST_WATCHDOG_S:-$((TIMEOUT > 10 ? TIMEOUT - 5 : TIMEOUT))}
 ONLY=${MPI_TESTS_ONLY:-}
 SKIP=${MPI_TESTS_SKIP:-}
 VERBOSE=${MPI_TESTS_VERBOSE:-0}
