@@ -58,6 +58,7 @@ suite "MPI tests, backend auto indexing at 2 elements" test/mpi/run-mpi-tests.sh
 suite "MPI tests over TCP (UCX_TLS=tcp,self)" test/mpi/run-mpi-tests.sh build/test-mpi \
     --mca pml ubermatch -x UCX_TLS=tcp,self
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
+suite "matching traces: record fds (np 4), replay through every backend, bad input" replay/test-replay.sh build
 
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
