@@ -83,5 +83,10 @@ expect_error "empty directory" "no *.umt trace files" "$tmp/empty"
 expect_error "unknown backend" "list" "$tmp/fds" --backends nosuch
 expect_error "unknown parameter" "valid: bins, theta" "$tmp/fds" --params nosuch=1
 
+timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 --mca pml ubermatch \
+    --mca pml_ubermatch_trace /nonexistent/trace "$build/examples/mpi/pingpong_demo" >"$tmp/baddir.log" 2>&1 </dev/null
+check "an unusable trace directory stops start-up, named" \
+    grep -q "pml_ubermatch_trace: cannot create directory /nonexistent/trace" "$tmp/baddir.log"
+
 [ $fails -eq 0 ] && echo "replay tests: all passed" || echo "replay tests: $fails failed"
 [ $fails -eq 0 ]
