@@ -1,6 +1,6 @@
 # MPI-interoperable active messages (issue 16): libmpix_am and its tests.
-lib_LTLIBRARIES = am/libmpix_am.la
-include_HEADERS = am/mpix_am.h
+lib_LTLIBRARIES += am/libmpix_am.la
+include_HEADERS += am/mpix_am.h
 am_libmpix_am_la_SOURCES = am/mpix_am.c am/mpix_am.h
 am_libmpix_am_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 am_libmpix_am_la_LIBADD = $(MPI_LIBS)

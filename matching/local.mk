@@ -39,10 +39,10 @@ matching_libubermatch_matching_la_SOURCES += \
 
 # The engine for standalone use: libubermatch.so and its C header, installed
 # (the PML links the convenience library above into itself instead).
-lib_LTLIBRARIES = matching/libubermatch.la
+lib_LTLIBRARIES += matching/libubermatch.la
 matching_libubermatch_la_SOURCES =
 # (a C++ link: the engine needs libstdc++; the file does not exist)
 nodist_EXTRA_matching_libubermatch_la_SOURCES = matching/link-as-cxx.cxx
 matching_libubermatch_la_LIBADD = matching/libubermatch_matching.la
 matching_libubermatch_la_LDFLAGS = -version-info 0:0:0
-include_HEADERS = matching/ubermatch_engine.h
+include_HEADERS += matching/ubermatch_engine.h

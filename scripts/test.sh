@@ -73,6 +73,7 @@ suite "MPI tests over TCP (UCX_TLS=tcp,self)" test/mpi/run-mpi-tests.sh build/te
     --mca pml ubermatch -x UCX_TLS=tcp,self
 suite "fault tests (a rank killed while its peers wait on it)" test/faults/run.sh build/faults
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
+suite "matching traces: record fds (np 4), replay through every backend, bad input" replay/test-replay.sh build
 
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The matching-trace test (part of the test command): records the fds proxy at
+# np 4 with pml_ubermatch_trace, replays it through every backend (each must
+# make the recorded matches), checks that a tampered match is reported as a
+# bug, and that every kind of bad input gets its own clear error.
+#
+#   bash replay/test-replay.sh [BUILD_DIR]     (scripts/env.sh sourced)
+set -u
+cd "$(dirname "$0")/.."
+build=${1:-build}
+replay=$build/replay/ubermatch-replay
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # description, command... (passes when the command succeeds)
+    local what=$1
+    shift
+    if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
+}
+expect_error() { # description, expected message part, replay arguments...
+    local what=$1 msg=$2
+    shift 2
+    local out rc
+    out=$("$replay" "$@" 2>&1)
+    rc=$?
+    if [ $rc -eq 2 ] && grep -qF -- "$msg" <<<"$out"; then
+        echo "ok   $what: $out"
+    else
+        echo "FAIL $what (exit $rc, wanted '$msg'): $out"
+        fails=$((fails + 1))
+    fi
+}
+
+# 1. Record.
+timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 4 --mca pml ubermatch \
+    --mca pml_ubermatch_backend colpnp --mca pml_ubermatch_trace "$tmp/fds" \
+    "$build/examples/proxies/fds" --size 4 --iters 3 >"$tmp/run.log" 2>&1 </dev/null
+check "fds runs with the trace on" grep -q "^PASS fds np 4 " "$tmp/run.log"
+check "one trace file per rank" test "$(ls "$tmp"/fds/rank-*.umt 2>/dev/null | wc -l)" -eq 4
+"$replay" "$tmp/fds" --print >"$tmp/print.txt" 2>&1
+check "--print dumps the events of rank 3" grep -q "^3 [0-9]* [0-9]* arrive " "$tmp/print.txt"
+check "recorded matches (an id in the matched column)" \
+    awk '$4 == "post_recv" && $11 != 0 { m = 1 } END { exit !m }' "$tmp/print.txt"
+check "collective calls recorded" grep -q " coll_begin " "$tmp/print.txt"
+
+# 2. Replay: every backend makes the recorded matches; a recommendation follows.
+"$replay" "$tmp/fds" >"$tmp/replay.txt" 2>&1
+rc=$?
+check "replay through every backend exits 0" test $rc -eq 0
+check "the table ranks all 13 backends" test "$(grep -cE "^[0-9]+ +[a-z0-9+]+ +default +0 " "$tmp/replay.txt")" -eq 13
+check "recommended --mca line" grep -q "^recommended: mpirun --mca pml ubermatch --mca pml_ubermatch_backend " "$tmp/replay.txt"
+check "sweeps of auto, pnp and col" grep -qE "index_at=4 .*|theta=10 .*|k_c=2 " "$tmp/replay.txt"
+
+# 3. A tampered match (record 5 of rank 0 with a matched id, changed) is reported as a bug.
+cp -r "$tmp/fds" "$tmp/bad"
+python3 - "$tmp/bad/rank-0.umt" <<'PY'
+import struct, sys
+p = sys.argv[1]; b = bytearray(open(p, 'rb').read())
+for off in range(48, len(b) - 40, 40):
+    if b[off + 12] in (2, 3) and struct.unpack_from('<I', b, off + 36)[0] != 0:
+        struct.pack_into('<I', b, off + 36, 999999); break
+open(p, 'wb').write(b)
+PY
+out=$("$replay" "$tmp/bad" --backends list,auto --no-sweep 2>&1)
+check "a changed match is a MISMATCH, exit 1" test $? -eq 1
+check "the mismatch names file and event" grep -q "^MISMATCH list: .*rank-0.umt rank 0 event " <<<"$out"
+
+# 4. Bad input: each gets its own error naming the file.
+f=$tmp/fds/rank-1.umt
+mkdir "$tmp/in"
+head -c 30 "$f" >"$tmp/in/short.umt"
+expect_error "header cut" "short.umt: truncated: 30 bytes, shorter than the 48-byte header" "$tmp/in/short.umt"
+head -c $((48 + 40 * 3 + 7)) "$f" >"$tmp/in/part.umt"
+expect_error "partial record" "part.umt: truncated: 7 bytes of a partial record at byte 168" "$tmp/in/part.umt"
+head -c $((48 + 40 * 3)) "$f" >"$tmp/in/noend.umt"
+expect_error "no end record" "noend.umt: truncated: no end record" "$tmp/in/noend.umt"
+printf 'GIF89a, certainly not a trace; padded to be longer than a header.....' >"$tmp/in/foreign.umt"
+expect_error "foreign file" "foreign.umt: not an ubermatch trace" "$tmp/in/foreign.umt"
+{ head -c 8 "$f"; printf '\002\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v2.umt"
+expect_error "other version" "v2.umt: trace format version 2, this build reads version 1" "$tmp/in/v2.umt"
+mkdir "$tmp/empty"
+expect_error "empty directory" "no *.umt trace files" "$tmp/empty"
+expect_error "unknown backend" "list" "$tmp/fds" --backends nosuch
+expect_error "unknown parameter" "valid: bins, theta" "$tmp/fds" --params nosuch=1
+
+timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 --mca pml ubermatch \
+    --mca pml_ubermatch_trace /nonexistent/trace "$build/examples/mpi/pingpong_demo" >"$tmp/baddir.log" 2>&1 </dev/null
+check "an unusable trace directory stops start-up, named" \
+    grep -q "pml_ubermatch_trace: cannot create directory /nonexistent/trace" "$tmp/baddir.log"
+
+[ $fails -eq 0 ] && echo "replay tests: all passed" || echo "replay tests: $fails failed"
+[ $fails -eq 0 ]
