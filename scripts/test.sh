@@ -75,5 +75,19 @@ suite "fault tests (a rank killed while its peers wait on it)" test/faults/run.s
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
 suite "matching traces: record fds (np 4), replay through every backend, bad input" replay/test-replay.sh build
 
+# The GPU engine: built wherever configure found nvcc; its differential test
+# runs only where a device is, and a skip is not counted as passed.
+gpu=build/matching/gpu/gpu_match_test
+if [ -x $gpu ]; then
+    suite "GPU engine built (nvcc, sm_90), probe answers" $gpu --probe
+    if $gpu --probe | grep -q 'device: usable'; then
+        suite "GPU engine differential tests (10^6 matches per variant)" $gpu --check 1000000
+    else
+        echo ">>> GPU engine differential tests: skipped: no GPU (not counted)"
+    fi
+else
+    echo ">>> GPU engine: not built (configure found no nvcc): skipped (not counted)"
+fi
+
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -46,14 +46,13 @@ const char *kind_name(Kind k) {
     }
 }
 
-// nq queues of len receives and len messages over `ranks` sources and 8 tags.
+// nq queues of len receives and len messages over `ranks` sources and `tags` tags.
 // Wild: 10% ANY_SOURCE, 10% ANY_TAG receives; messages are the receives'
 // keys shuffled (so nearly all match, in random order); WildUnexpected makes
 // every second message a random key. NoWild: one queue per source.
-Load make(Kind k, int nq, int len, int ranks, uint64_t seed) {
+Load make(Kind k, int nq, int len, int ranks, uint64_t seed, int tags = 8) {
     std::mt19937_64 g(seed);
     Load L;
-    const int tags = k == Kind::Hash ? 1 << 30 : 8;
     for (int q = 0; q < nq; ++q) {
         Queue Q{static_cast<int32_t>(L.rs.size()), len, static_cast<int32_t>(L.ms.size()), len};
         const int fixed_src = static_cast<int>(g() % ranks);
@@ -107,6 +106,15 @@ Run run(Kind k, const Load &L, int warps_per_cta, int reps) {
     CK(cudaEventCreate(&b));
     Run R;
     R.ms = 1e30;
+    auto timed = [&](auto launch) { // keeps the best of the repetitions
+        CK(cudaEventRecord(a));
+        launch();
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float t;
+        CK(cudaEventElapsedTime(&t, a, b));
+        R.ms = std::min<double>(R.ms, t);
+    };
     if (k == Kind::Hash) {
         uint32_t size = 1;
         while (size < 2u * nr) size <<= 1;
@@ -118,14 +126,10 @@ Run run(Kind k, const Load &L, int warps_per_cta, int reps) {
         for (int r = 0; r < reps; ++r) {
             CK(cudaMemset(keys, 0xff, size * sizeof(*keys)));
             CK(cudaMemset(head, 0xff, size * sizeof(*head)));
-            CK(cudaEventRecord(a));
-            hash_insert<<<(nr + 255) / 256, 256>>>(nr, rs, rt, keys, head, next, size - 1);
-            hash_match<<<(nm + 255) / 256, 256>>>(nm, ms, mt, keys, head, next, size - 1, out);
-            CK(cudaEventRecord(b));
-            CK(cudaEventSynchronize(b));
-            float t;
-            CK(cudaEventElapsedTime(&t, a, b));
-            R.ms = std::min<double>(R.ms, t);
+            timed([&] {
+                hash_insert<<<(nr + 255) / 256, 256>>>(nr, rs, rt, keys, head, next, size - 1);
+                hash_match<<<(nm + 255) / 256, 256>>>(nm, ms, mt, keys, head, next, size - 1, out);
+            });
         }
         CK(cudaFree(keys));
         CK(cudaFree(head));
@@ -138,13 +142,7 @@ Run run(Kind k, const Load &L, int warps_per_cta, int reps) {
         const int ctas = (nq + warps_per_cta - 1) / warps_per_cta;
         for (int r = 0; r < reps; ++r) {
             CK(cudaMemset(taken, 0, (nr / 32 + 1) * sizeof(uint32_t)));
-            CK(cudaEventRecord(a));
-            match_compliant<<<ctas, 32 * warps_per_cta>>>(q, nq, rs, rt, ms, mt, taken, out);
-            CK(cudaEventRecord(b));
-            CK(cudaEventSynchronize(b));
-            float t;
-            CK(cudaEventElapsedTime(&t, a, b));
-            R.ms = std::min<double>(R.ms, t);
+            timed([&] { match_compliant<<<ctas, 32 * warps_per_cta>>>(q, nq, rs, rt, ms, mt, taken, out); });
         }
         CK(cudaFree(q));
         CK(cudaFree(taken));
@@ -153,6 +151,8 @@ Run run(Kind k, const Load &L, int warps_per_cta, int reps) {
     R.out.resize(nm);
     CK(cudaMemcpy(R.out.data(), out, nm * sizeof(int32_t), cudaMemcpyDeviceToHost));
     for (int32_t *p : {rs, rt, ms, mt, out}) CK(cudaFree(p));
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
     return R;
 }
 
@@ -177,7 +177,7 @@ std::vector<int32_t> oracle(const Load &L, int ranks, double *ms) {
     return want;
 }
 
-// The hash's weaker rule: a receive is taken at most once and only by a
+// The hash's weaker rule (its check uses 16 x 8 keys, so pops contend): a receive is taken at most once and only by a
 // message with its key, and each key gets min(#receives, #messages) matches.
 long hash_differences(const Load &L, const std::vector<int32_t> &out) {
     long bad = 0;
@@ -249,7 +249,7 @@ void bench() {
         }
     }
     for (int n = 1 << 10; n <= (1 << 24); n <<= 2) {
-        const Load L = make(Kind::Hash, 1, n, 1 << 20, 7);
+        const Load L = make(Kind::Hash, 1, n, 1 << 20, 7, 1 << 30); // unique keys
         const Run R = run(Kind::Hash, L, 0, 5);
         std::printf("%-36s %7d %6d %6s %12.2f %12s %12ld\n", kind_name(Kind::Hash), n, 1, "-",
                     matched(R.out) / R.ms / 1e3, "-", matched(R.out));
