@@ -44,14 +44,15 @@
 #   coll_variants  5    the other collectives: v/w variants, scans,
 #                       reduce_scatter, intercommunicator, neighbourhood
 #   newcomm        8    sends right after Comm_dup/split/create
+#   rma            3    Put/Get/Accumulate/atomics: fence, lock, lock_all+flush, PSCW
 # A test not in this table runs with 2 ranks.
 set -u
 
-TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm"
+TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm rma"
 ranks_of() {
     case "$1" in
     ordering) echo 6 ;;
-    unexpected | probe) echo 3 ;;
+    unexpected | probe | rma) echo 3 ;;
     intercomm | collectives | coll_variants) echo 5 ;;
     newcomm) echo 8 ;;
     *) echo 2 ;;
