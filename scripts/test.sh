@@ -57,6 +57,8 @@ suite "MPI tests, backend auto indexing at 2 elements" test/mpi/run-mpi-tests.sh
     --mca pml_ubermatch_index_at 2 --mca pml_ubermatch_list_at 1
 suite "MPI tests over TCP (UCX_TLS=tcp,self)" test/mpi/run-mpi-tests.sh build/test-mpi \
     --mca pml ubermatch -x UCX_TLS=tcp,self
+suite "active messages (np 4, MPIX_Am: fence, lock/flush, attach/detach, bad input)" \
+    timeout 60 mpirun -np 4 --mca pml ubermatch build/mpix_am_test
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
 
 echo "tests: $passed passed, $failed failed"
