@@ -11,3 +11,15 @@ am_test_am_LDADD = am/libmpix_am.la $(MPI_LIBS)
 test_mpi_rma_SOURCES = test/mpi/rma.c
 test_mpi_rma_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 test_mpi_rma_LDADD = $(MPI_LIBS)
+# MPI-interoperable active messages (issue 16): libmpix_am and its test.
+# Targets sit at the top of the build tree: automake reserves the am_ prefix,
+# so names derived from am/... would clash with its own variables.
+lib_LTLIBRARIES = libmpix_am.la
+include_HEADERS = am/mpix_am.h
+libmpix_am_la_SOURCES = am/mpix_am.c am/mpix_am.h
+libmpix_am_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+libmpix_am_la_LIBADD = $(MPI_LIBS)
+noinst_PROGRAMS += mpix_am_test
+mpix_am_test_SOURCES = am/test_am.c
+mpix_am_test_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+mpix_am_test_LDADD = libmpix_am.la $(MPI_LIBS)

@@ -58,10 +58,13 @@
 set -u
 
 TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm lifetime status_fields alloc_faults bigmsg"
+#   rma            3    Put/Get/Accumulate/atomics: fence, lock, lock_all+flush, PSCW
+
+TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm rma"
 ranks_of() {
     case "$1" in
     ordering) echo 6 ;;
-    unexpected | probe) echo 3 ;;
+    unexpected | probe | rma) echo 3 ;;
     intercomm | collectives | coll_variants) echo 5 ;;
     newcomm) echo 8 ;;
     *) echo 2 ;;
