@@ -53,8 +53,11 @@ void TailQueues::drain_prqt() {
     prqt_.clear();
 }
 
-void *TailQueues::take_message(int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
-                               uint32_t &inspected) {
+// Everything in UMQT arrived after everything in the UMQ, so after a miss in
+// the UMQ its first match is the earliest eligible message.
+void *TailQueues::search_unexpected(int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
+                                    void *post, uint32_t &inspected) {
+    Lock umql(umql_);
     um_match_t m;
     if (remove) {
         umq_->mprobe(source, tag, hint, &m);
@@ -62,7 +65,20 @@ void *TailQueues::take_message(int32_t source, int32_t tag, const um_hint_t &hin
         umq_->probe(source, tag, hint, &m);
     }
     inspected = m.inspected;
-    return m.handle;
+    if (m.handle != nullptr) {
+        return m.handle;
+    }
+    Lock tl(tl_);
+    const auto it = find_message(umqt_, source, tag);
+    inspected += static_cast<uint32_t>(it - umqt_.begin());
+    void *found = it != umqt_.end() ? it->handle : nullptr;
+    if (found != nullptr && remove) {
+        umqt_.erase(it);
+    } else if (found == nullptr && post != nullptr) {
+        prqt_.push_back({source, tag, hint, post});
+    }
+    drain_umqt();
+    return found;
 }
 
 int TailQueues::post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *request,
@@ -73,23 +89,8 @@ int TailQueues::post_recv(int32_t source, int32_t tag, const um_hint_t &hint, vo
     if (request == nullptr) {
         return UM_ERR_ARG;
     }
-    Lock umql(umql_);
     uint32_t inspected = 0;
-    void *found = take_message(source, tag, hint, true, inspected);
-    if (found == nullptr) {
-        // Everything in UMQT arrived after everything in the UMQ, so its first
-        // match is the earliest eligible message.
-        Lock tl(tl_);
-        const auto it = find_message(umqt_, source, tag);
-        inspected += static_cast<uint32_t>(it - umqt_.begin());
-        if (it != umqt_.end()) {
-            found = it->handle;
-            umqt_.erase(it);
-        } else {
-            prqt_.push_back({source, tag, hint, request});
-        }
-        drain_umqt();
-    }
+    void *found = search_unexpected(source, tag, hint, true, request, inspected);
     *out = {found, inspected};
     return UM_OK;
 }
@@ -131,38 +132,20 @@ int TailQueues::arrive(int32_t source, int32_t tag, const um_hint_t &hint, void 
 }
 
 int TailQueues::probe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out) {
-    if (!valid_source(source, comm_size_, true)) {
-        return UM_ERR_SOURCE;
-    }
-    Lock umql(umql_);
-    uint32_t inspected = 0;
-    void *found = take_message(source, tag, hint, false, inspected);
-    if (found == nullptr) {
-        Lock tl(tl_);
-        const auto it = find_message(umqt_, source, tag);
-        inspected += static_cast<uint32_t>(it - umqt_.begin());
-        found = it != umqt_.end() ? it->handle : nullptr;
-    }
-    *out = {found, inspected};
-    return UM_OK;
+    return search_only(source, tag, hint, false, out);
 }
 
 int TailQueues::mprobe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out) {
+    return search_only(source, tag, hint, true, out);
+}
+
+int TailQueues::search_only(int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
+                            um_match_t *out) {
     if (!valid_source(source, comm_size_, true)) {
         return UM_ERR_SOURCE;
     }
-    Lock umql(umql_);
     uint32_t inspected = 0;
-    void *found = take_message(source, tag, hint, true, inspected);
-    if (found == nullptr) {
-        Lock tl(tl_);
-        const auto it = find_message(umqt_, source, tag);
-        inspected += static_cast<uint32_t>(it - umqt_.begin());
-        if (it != umqt_.end()) {
-            found = it->handle;
-            umqt_.erase(it);
-        }
-    }
+    void *found = search_unexpected(source, tag, hint, remove, nullptr, inspected);
     *out = {found, inspected};
     return UM_OK;
 }

@@ -61,9 +61,12 @@ private:
     // Under the side's lock and TL: move the inbox into its main queue.
     void drain_umqt();
     void drain_prqt();
-    // The UMQ search of post_recv and mprobe (remove) or probe; UMQL held.
-    void *take_message(int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
-                       uint32_t &inspected);
+    // The UMQ, then UMQT, search of post_recv and mprobe (remove) or probe;
+    // post_recv's receive (post) goes to PRQT on a miss. Takes UMQL, then TL.
+    void *search_unexpected(int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
+                            void *post, uint32_t &inspected);
+    int search_only(int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
+                    um_match_t *out);
 
     std::unique_ptr<Engine> prq_; // receives only
     std::unique_ptr<Engine> umq_; // messages only

@@ -38,6 +38,7 @@ sanitized() {
         build-asan/test/engine/differential_tests --ops 200000
 }
 suite "engine tests under ASan+UBSan" sanitized
+suite "tail queues, every backend, concurrent under TSan" test/engine/tailq_tsan.sh --ops 20000
 
 # MPI tests under mpirun, with every backend, then once over TCP (the path
 # between hosts) with the default backend (auto).
