@@ -58,6 +58,9 @@ suite "MPI tests, backend auto indexing at 2 elements" test/mpi/run-mpi-tests.sh
 suite "MPI tests over TCP (UCX_TLS=tcp,self)" test/mpi/run-mpi-tests.sh build/test-mpi \
     --mca pml ubermatch -x UCX_TLS=tcp,self
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
+# The package built (in a kept copy: only changes recompile), installed on this
+# machine, an MPI run from the installed copy, removed.
+suite "Debian package (build, lintian, install, MPI run, remove)" bash scripts/package-test.sh
 
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
