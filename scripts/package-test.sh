@@ -86,7 +86,7 @@ dpkg -r ubermatch
 left=0
 while read -r f; do
     f=${f#.}
-    if [ -e "$f" ]; then echo "left behind: $f"; left=1; fi
+    if [ -e "$f" ] || [ -L "$f" ]; then echo "left behind: $f"; left=1; fi
 done < "$work/files"
 check "every packaged file removed" test "$left" -eq 0
 check "Open MPI's component directory as before" test "$before" = "$(ls "$sysdir")"
