@@ -71,7 +71,11 @@ linked_demo() {
 echo "== dpkg -i"
 dpkg -i "$deb"
 check "components in Open MPI's directory" test -f "$sysdir/mca_pml_ubermatch.so" -a -f "$sysdir/mca_coll_ubermatch.so"
-check "ompi_info lists pml ubermatch" sh -c 'env -u OMPI_MCA_mca_base_component_path ompi_info | grep -q "MCA pml: ubermatch"'
+version=$(dpkg-deb -f "$deb" Version)
+for fw in pml coll; do
+    check "ompi_info shows $fw ubermatch, component v$version" sh -c \
+        "env -u OMPI_MCA_mca_base_component_path ompi_info | grep -q 'MCA $fw: ubermatch .*Component v$version)'"
+done
 check "MPI tests from the installed copy" mpi_run
 check "engine_demo installed" sh -c 'engine_demo --list-backends | grep -qw list'
 check "standalone program against -lubermatch" linked_demo
@@ -82,7 +86,7 @@ dpkg -r ubermatch
 left=0
 while read -r f; do
     f=${f#.}
-    if [ -e "$f" ]; then echo "left behind: $f"; left=1; fi
+    if [ -e "$f" ] || [ -L "$f" ]; then echo "left behind: $f"; left=1; fi
 done < "$work/files"
 check "every packaged file removed" test "$left" -eq 0
 check "Open MPI's component directory as before" test "$before" = "$(ls "$sysdir")"

@@ -91,6 +91,9 @@ if [ -x $gpu ]; then
 else
     echo ">>> GPU engine: not built (configure found no nvcc): skipped (not counted)"
 fi
+# The package built (in a kept copy: only changes recompile), installed on this
+# machine, an MPI run from the installed copy, removed.
+suite "Debian package (build, lintian, install, MPI run, remove)" bash scripts/package-test.sh
 
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -23,9 +23,9 @@ mca_coll_ubermatch_component_t mca_coll_ubermatch_component = {
         .collm_version = {
             MCA_COLL_BASE_VERSION_2_0_0,
             .mca_component_name = "ubermatch",
-            .mca_component_major_version = 0,
-            .mca_component_minor_version = 1,
-            .mca_component_release_version = 0,
+            .mca_component_major_version = UM_VERSION_MAJOR,
+            .mca_component_minor_version = UM_VERSION_MINOR,
+            .mca_component_release_version = UM_VERSION_RELEASE,
             .mca_open_component = component_open,
             .mca_close_component = component_close,
             .mca_register_component_params = component_register,

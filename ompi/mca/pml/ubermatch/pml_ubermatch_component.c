@@ -22,9 +22,9 @@ mca_pml_base_component_2_0_0_t mca_pml_ubermatch_component = {
     .pmlm_version = {
         MCA_PML_BASE_VERSION_2_0_0,
         .mca_component_name = "ubermatch",
-        .mca_component_major_version = 0,
-        .mca_component_minor_version = 1,
-        .mca_component_release_version = 0,
+        .mca_component_major_version = UM_VERSION_MAJOR,
+        .mca_component_minor_version = UM_VERSION_MINOR,
+        .mca_component_release_version = UM_VERSION_RELEASE,
         .mca_open_component = mca_pml_ubermatch_component_open,
         .mca_close_component = mca_pml_ubermatch_component_close,
         .mca_register_component_params = mca_pml_ubermatch_component_register,
