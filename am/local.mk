@@ -1,21 +1,8 @@
-# MPI-interoperable active messages (issue 16): libmpix_am and its tests.
-lib_LTLIBRARIES += am/libmpix_am.la
-include_HEADERS += am/mpix_am.h
-am_libmpix_am_la_SOURCES = am/mpix_am.c am/mpix_am.h
-am_libmpix_am_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
-am_libmpix_am_la_LIBADD = $(MPI_LIBS)
-noinst_PROGRAMS += am/test_am test/mpi/rma
-am_test_am_SOURCES = am/test_am.c
-am_test_am_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
-am_test_am_LDADD = am/libmpix_am.la $(MPI_LIBS)
-test_mpi_rma_SOURCES = test/mpi/rma.c
-test_mpi_rma_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
-test_mpi_rma_LDADD = $(MPI_LIBS)
 # MPI-interoperable active messages (issue 16): libmpix_am and its test.
 # Targets sit at the top of the build tree: automake reserves the am_ prefix,
 # so names derived from am/... would clash with its own variables.
-lib_LTLIBRARIES = libmpix_am.la
-include_HEADERS = am/mpix_am.h
+lib_LTLIBRARIES += libmpix_am.la
+include_HEADERS += am/mpix_am.h
 libmpix_am_la_SOURCES = am/mpix_am.c am/mpix_am.h
 libmpix_am_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 libmpix_am_la_LIBADD = $(MPI_LIBS)

@@ -54,13 +54,11 @@
 #   alloc_faults   2    with pml_ubermatch_inject_alloc_failure (and
 #                       ALLOC_FAULTS_ARGS=--expect-failures): failed
 #                       allocations fail their own receives, nothing else
+#   rma            3    Put/Get/Accumulate/atomics: fence, lock, lock_all+flush, PSCW
 # A test not in this table runs with 2 ranks.
 set -u
 
-TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm lifetime status_fields alloc_faults bigmsg"
-#   rma            3    Put/Get/Accumulate/atomics: fence, lock, lock_all+flush, PSCW
-
-TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm rma"
+TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm rma lifetime status_fields alloc_faults bigmsg"
 ranks_of() {
     case "$1" in
     ordering) echo 6 ;;
