@@ -41,6 +41,9 @@ int Engine::post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, false, [&] { return do_post_recv(source, tag, hint, request); });
+    if (f.status != UM_OK) {
+        return f.status;
+    }
     account(c, f);
     if (f.handle != nullptr) {
         --stats_.unexpected_len;
@@ -64,6 +67,9 @@ int Engine::arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *mes
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, true, [&] { return do_arrive(source, tag, hint, message); });
+    if (f.status != UM_OK) {
+        return f.status;
+    }
     account(c, f);
     if (f.handle != nullptr) {
         --stats_.posted_len;
@@ -80,6 +86,9 @@ int Engine::probe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, false, [&] { return do_probe(source, tag, hint, false); });
+    if (f.status != UM_OK) {
+        return f.status;
+    }
     account(c, f);
     *out = {f.handle, f.inspected};
     return UM_OK;
@@ -91,6 +100,9 @@ int Engine::mprobe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, false, [&] { return do_probe(source, tag, hint, true); });
+    if (f.status != UM_OK) {
+        return f.status;
+    }
     account(c, f);
     if (f.handle != nullptr) {
         --stats_.unexpected_len;

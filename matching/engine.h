@@ -17,10 +17,12 @@
 namespace ubermatch {
 
 // What a backend's search returns: the element's handle (nullptr: none) and
-// the number of elements it compared.
+// the number of elements it compared. A relaxed backend refuses an operation
+// its assertion excludes with status UM_ERR_ASSERTION, queueing nothing.
 struct Found {
     void *handle = nullptr;
     uint32_t inspected = 0;
+    int status = UM_OK;
 };
 
 // A queued element, as snapshot() reports it.

@@ -34,3 +34,8 @@ matching_libubermatch_matching_la_SOURCES += \
 	matching/pnp.h matching/pnp.cc \
 	matching/col.h matching/col.cc \
 	matching/colpnp.h matching/colpnp.cc
+
+# Issue 14: relaxed backends for communicators with MPI-4 matching assertions.
+matching_libubermatch_matching_la_SOURCES += \
+	matching/nosource.h matching/nosource.cc \
+	matching/exact.h matching/exact.cc

@@ -15,6 +15,9 @@ struct Backend {
     const char *name;
     const char *description;
     std::unique_ptr<Engine> (*make)(int32_t comm_size, const um_params_t &params);
+    // The assertion a relaxed backend needs ("mpi_assert_no_any_source", ...);
+    // nullptr: full MPI matching.
+    const char *assertion = nullptr;
 };
 
 const std::vector<Backend> &backends();

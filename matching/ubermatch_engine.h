@@ -35,7 +35,9 @@ enum um_status {
     UM_OK = 0,
     UM_ERR_SOURCE = 1,    /* source outside [0, comm_size) and not ANY */
     UM_ERR_TAG = 2,       /* a message with tag UM_ANY_TAG */
-    UM_ERR_ARG = 3        /* NULL handle or other malformed argument */
+    UM_ERR_ARG = 3,       /* NULL handle or other malformed argument */
+    UM_ERR_ASSERTION = 4  /* breaks the relaxed engine's assertion (a wildcard it
+                             excludes, an arrival no receive awaits); nothing queued */
 };
 
 /* What the PML knows about the traffic an element belongs to. */
