@@ -100,6 +100,10 @@ const char *um_backend_description(size_t index) {
     return index < ubermatch::backends().size() ? ubermatch::backends()[index].description : nullptr;
 }
 
+const char *um_backend_assertion(size_t index) {
+    return index < ubermatch::backends().size() ? ubermatch::backends()[index].assertion : nullptr;
+}
+
 const char *um_backend_names(void) { return ubermatch::backend_names().c_str(); }
 
 const char *um_status_string(int status) {

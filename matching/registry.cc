@@ -110,11 +110,13 @@ const std::vector<Backend> &backends() { return table(); }
 
 const std::string &backend_names() {
     static const std::string names = [] {
-        std::string s;
+        std::string full;
+        std::string relaxed;
         for (const Backend &b : table()) {
+            std::string &s = b.assertion == nullptr ? full : relaxed;
             s += (s.empty() ? "" : ", ") + std::string(b.name);
         }
-        return s;
+        return full + "; for communicators with matching assertions: " + relaxed;
     }();
     return names;
 }

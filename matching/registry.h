@@ -22,7 +22,7 @@ struct Backend {
 
 const std::vector<Backend> &backends();
 
-// "list, perpeer, bins"
+// "list, perpeer, bins; for communicators with matching assertions: nosource, exact"
 const std::string &backend_names();
 
 // Throws std::invalid_argument, with a message naming the valid choices, for an

@@ -91,8 +91,11 @@ RunResult run_mix(const std::string &backend, const um_params_t &params, const M
         void *want = nullptr;
         um_match_t got{};
         if (relaxed.excludes(op)) {
-            // A NULL receive handle is refused first, as malformed.
-            want_rc = op.kind == OpKind::post_recv && op.handle == nullptr ? UM_ERR_ARG : UM_ERR_ASSERTION;
+            // A malformed call is refused first, as malformed.
+            const bool bad_source = op.source != UM_ANY_SOURCE && (op.source < 0 || op.source >= mix.comm_size);
+            want_rc = bad_source ? UM_ERR_SOURCE
+                      : op.kind == OpKind::post_recv && op.handle == nullptr ? UM_ERR_ARG
+                                                                               : UM_ERR_ASSERTION;
             switch (op.kind) {
             case OpKind::post_recv: got_rc = engine->post_recv(op.source, op.tag, op.hint, op.handle, &got); break;
             case OpKind::probe: got_rc = engine->probe(op.source, op.tag, op.hint, &got); break;
