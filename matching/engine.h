@@ -25,6 +25,9 @@ struct Found {
     int status = UM_OK;
 };
 
+// What a relaxed backend returns for an operation its assertion excludes.
+inline constexpr Found kRefused{nullptr, 0, UM_ERR_ASSERTION};
+
 // A queued element, as snapshot() reports it.
 struct QueuedElement {
     uint64_t seq;

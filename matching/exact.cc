@@ -2,10 +2,6 @@
 
 namespace ubermatch {
 
-namespace {
-const Found kRefused{nullptr, 0, UM_ERR_ASSERTION};
-}
-
 Found ExactEngine::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, void *request) {
     if (source == UM_ANY_SOURCE || tag == UM_ANY_TAG) {
         return kRefused;

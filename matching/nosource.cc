@@ -2,10 +2,6 @@
 
 namespace ubermatch {
 
-namespace {
-const Found kRefused{nullptr, 0, UM_ERR_ASSERTION};
-}
-
 NoSourceEngine::NoSourceEngine(int32_t comm_size, bool no_unexpected)
     : Engine(comm_size), posted_(static_cast<size_t>(comm_size)),
       unexpected_(static_cast<size_t>(comm_size)), no_unexpected_(no_unexpected) {}
@@ -30,7 +26,7 @@ Found NoSourceEngine::do_arrive(int32_t source, int32_t tag, const um_hint_t &, 
         return pool_.take(recvs, e, inspected);
     }
     if (no_unexpected_) {
-        return {nullptr, inspected, UM_ERR_ASSERTION};
+        return {nullptr, inspected, UM_ERR_ASSERTION}; // the search still counts
     }
     unexpected_[static_cast<size_t>(source)].push_back(pool_.get(source, tag, message, next_seq()));
     return {nullptr, inspected};
