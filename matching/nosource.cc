@@ -26,7 +26,7 @@ Found NoSourceEngine::do_arrive(int32_t source, int32_t tag, const um_hint_t &, 
         return pool_.take(recvs, e, inspected);
     }
     if (no_unexpected_) {
-        return {nullptr, inspected, UM_ERR_ASSERTION}; // the search still counts
+        return {nullptr, inspected, UM_ERR_ASSERTION};
     }
     unexpected_[static_cast<size_t>(source)].push_back(pool_.get(source, tag, message, next_seq()));
     return {nullptr, inspected};
