@@ -40,15 +40,7 @@ Found ExactEngine::do_probe(int32_t source, int32_t tag, const um_hint_t &, bool
 
 bool ExactEngine::do_cancel(int32_t source, int32_t tag, void *request) {
     const auto it = slots_.find(key(source, tag));
-    if (it == slots_.end()) {
-        return false;
-    }
-    Entry *e = it->second.posted.find_handle(request);
-    if (e == nullptr) {
-        return false;
-    }
-    pool_.take(it->second.posted, e, 0);
-    return true;
+    return it != slots_.end() && pool_.take_handle(it->second.posted, request);
 }
 
 void ExactEngine::visit(const Visitor &f) const {

@@ -50,12 +50,7 @@ bool NoSourceEngine::do_cancel(int32_t source, int32_t, void *request) {
         return false; // never queued here
     }
     PeerQueue &q = posted_[static_cast<size_t>(source)];
-    Entry *e = q.find_handle(request);
-    if (e == nullptr) {
-        return false;
-    }
-    pool_.take(q, e, 0);
-    return true;
+    return pool_.take_handle(q, request);
 }
 
 void NoSourceEngine::visit(const Visitor &f) const {
