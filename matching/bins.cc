@@ -65,12 +65,7 @@ Found BinsEngine::do_probe(int32_t source, int32_t tag, const um_hint_t &, bool 
 
 bool BinsEngine::do_cancel(int32_t source, int32_t tag, void *request) {
     PeerQueue &q = is_wild(source, tag) ? posted_wild_ : posted_[bin_of(source, tag)];
-    Entry *e = q.find_handle(request);
-    if (e == nullptr) {
-        return false;
-    }
-    pool_.take(q, e, 0);
-    return true;
+    return pool_.take_handle(q, request);
 }
 
 void BinsEngine::visit(const Visitor &f) const {

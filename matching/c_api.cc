@@ -100,6 +100,10 @@ const char *um_backend_description(size_t index) {
     return index < ubermatch::backends().size() ? ubermatch::backends()[index].description : nullptr;
 }
 
+const char *um_backend_assertion(size_t index) {
+    return index < ubermatch::backends().size() ? ubermatch::backends()[index].assertion : nullptr;
+}
+
 const char *um_backend_names(void) { return ubermatch::backend_names().c_str(); }
 
 const char *um_status_string(int status) {
@@ -108,6 +112,9 @@ const char *um_status_string(int status) {
     case UM_ERR_SOURCE: return "source rank out of range for the communicator";
     case UM_ERR_TAG: return "a message cannot carry the ANY_TAG wildcard as its tag";
     case UM_ERR_ARG: return "invalid argument (NULL handle)";
+    case UM_ERR_ASSERTION:
+        return "the operation breaks the engine's assertion (mpi_assert_no_any_source, "
+               "mpi_assert_no_any_tag or ubermatch_assert_no_unexpected); nothing was queued";
     default: return "unknown status";
     }
 }

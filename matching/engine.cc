@@ -28,6 +28,9 @@ int Engine::probe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, false, [&] { return do_probe(source, tag, hint, false); });
+    if (f.status != UM_OK) {
+        return f.status;
+    }
     account(c, f);
     *out = {f.handle, f.inspected};
     return UM_OK;
@@ -39,6 +42,9 @@ int Engine::mprobe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, false, [&] { return do_probe(source, tag, hint, true); });
+    if (f.status != UM_OK) {
+        return f.status;
+    }
     account(c, f);
     if (f.handle != nullptr) {
         --stats_.unexpected_len;

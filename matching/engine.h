@@ -18,11 +18,16 @@
 namespace ubermatch {
 
 // What a backend's search returns: the element's handle (nullptr: none) and
-// the number of elements it compared.
+// the number of elements it compared. A relaxed backend refuses an operation
+// its assertion excludes with status UM_ERR_ASSERTION, queueing nothing.
 struct Found {
     void *handle = nullptr;
     uint32_t inspected = 0;
+    int status = UM_OK;
 };
+
+// What a relaxed backend returns for an operation its assertion excludes.
+inline constexpr Found kRefused{nullptr, 0, UM_ERR_ASSERTION};
 
 // A queued element, as snapshot() reports it.
 struct QueuedElement {
@@ -245,6 +250,9 @@ inline int Engine::post_recv(int32_t source, int32_t tag, const um_hint_t &hint,
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, false, [&] { return do_post_recv(source, tag, hint, request); });
+    if (__builtin_expect(f.status != UM_OK, 0)) {
+        return f.status; // refused (a relaxed backend's assertion): nothing queued, nothing counted
+    }
     account(c, f);
     if (f.handle != nullptr) {
         --stats_.unexpected_len;
@@ -268,6 +276,9 @@ inline int Engine::arrive(int32_t source, int32_t tag, const um_hint_t &hint, vo
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, true, [&] { return do_arrive(source, tag, hint, message); });
+    if (__builtin_expect(f.status != UM_OK, 0)) {
+        return f.status;
+    }
     account(c, f);
     if (f.handle != nullptr) {
         --stats_.posted_len;

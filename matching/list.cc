@@ -32,12 +32,7 @@ Found ListEngine::do_probe(int32_t source, int32_t tag, const um_hint_t &, bool 
 }
 
 bool ListEngine::do_cancel(int32_t, int32_t, void *request) {
-    Entry *e = posted_.find_handle(request);
-    if (e == nullptr) {
-        return false;
-    }
-    pool_.take(posted_, e, 0);
-    return true;
+    return pool_.take_handle(posted_, request);
 }
 
 void ListEngine::visit(const Visitor &f) const {

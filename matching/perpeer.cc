@@ -71,12 +71,7 @@ Found PerPeerEngine::do_probe(int32_t source, int32_t tag, const um_hint_t &, bo
 
 bool PerPeerEngine::do_cancel(int32_t source, int32_t, void *request) {
     PeerQueue &q = source == UM_ANY_SOURCE ? posted_any_ : posted_[static_cast<size_t>(source)];
-    Entry *e = q.find_handle(request);
-    if (e == nullptr) {
-        return false;
-    }
-    pool_.take(q, e, 0);
-    return true;
+    return pool_.take_handle(q, request);
 }
 
 void PerPeerEngine::visit(const Visitor &f) const {

@@ -160,6 +160,17 @@ public:
         return {handle, inspected};
     }
 
+    // Removes the receive `handle` from q (a cancel); false: not in q.
+    template <typename Q>
+    bool take_handle(Q &q, const void *handle) {
+        Entry *e = q.find_handle(handle);
+        if (e == nullptr) {
+            return false;
+        }
+        take(q, e, 0);
+        return true;
+    }
+
     size_t bytes() const { return chunks_.size() * sizeof(T) * kChunk; }
 
 private:

@@ -3,8 +3,10 @@
 #include "matching/auto.h"
 #include "matching/bins.h"
 #include "matching/colpnp.h"
+#include "matching/exact.h"
 #include "matching/fuzzy.h"
 #include "matching/list.h"
+#include "matching/nosource.h"
 #include "matching/perpeer.h"
 #include "matching/vector.h"
 
@@ -81,6 +83,23 @@ const std::vector<Backend> &table() {
      [](int32_t n, const um_params_t &p) { return split("col+list", n, p, true, false); }},
     {"list+pnp", "the paper's LL+PNP: one list for collective elements, partner/non-partner queues for point-to-point",
      [](int32_t n, const um_params_t &p) { return split("list+pnp", n, p, false, true); }},
+    // Relaxed backends (issue 14): each refuses, with UM_ERR_ASSERTION, what its assertion excludes.
+    {"nosource", "a queue per source and no wildcard-source queue (mpi_assert_no_any_source)",
+     [](int32_t n, const um_params_t &) -> std::unique_ptr<Engine> {
+         return std::make_unique<NoSourceEngine>(n, false);
+     }, "mpi_assert_no_any_source"},
+    {"nosource-nounexp", "nosource, and an arrival no receive awaits is refused (+ ubermatch_assert_no_unexpected)",
+     [](int32_t n, const um_params_t &) -> std::unique_ptr<Engine> {
+         return std::make_unique<NoSourceEngine>(n, true);
+     }, "mpi_assert_no_any_source,ubermatch_assert_no_unexpected"},
+    {"exact", "one hash table from (source, tag) to FIFOs, no wildcard path (mpi_assert_no_any_source + mpi_assert_no_any_tag)",
+     [](int32_t n, const um_params_t &) -> std::unique_ptr<Engine> {
+         return std::make_unique<ExactEngine>(n, false);
+     }, "mpi_assert_no_any_source,mpi_assert_no_any_tag"},
+    {"exact-nounexp", "exact, and an arrival no receive awaits is refused (+ ubermatch_assert_no_unexpected)",
+     [](int32_t n, const um_params_t &) -> std::unique_ptr<Engine> {
+         return std::make_unique<ExactEngine>(n, true);
+     }, "mpi_assert_no_any_source,mpi_assert_no_any_tag,ubermatch_assert_no_unexpected"},
     };
     return kBackends;
 }
@@ -91,11 +110,13 @@ const std::vector<Backend> &backends() { return table(); }
 
 const std::string &backend_names() {
     static const std::string names = [] {
-        std::string s;
+        std::string full;
+        std::string relaxed;
         for (const Backend &b : table()) {
+            std::string &s = b.assertion == nullptr ? full : relaxed;
             s += (s.empty() ? "" : ", ") + std::string(b.name);
         }
-        return s;
+        return full + "; for communicators with matching assertions: " + relaxed;
     }();
     return names;
 }

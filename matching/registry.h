@@ -15,11 +15,14 @@ struct Backend {
     const char *name;
     const char *description;
     std::unique_ptr<Engine> (*make)(int32_t comm_size, const um_params_t &params);
+    // The assertion a relaxed backend needs ("mpi_assert_no_any_source", ...);
+    // nullptr: full MPI matching.
+    const char *assertion = nullptr;
 };
 
 const std::vector<Backend> &backends();
 
-// "list, perpeer, bins"
+// "list, perpeer, bins; for communicators with matching assertions: nosource, exact"
 const std::string &backend_names();
 
 // Throws std::invalid_argument, with a message naming the valid choices, for an

@@ -37,7 +37,7 @@ std::deque<TailQueues::Tail>::iterator TailQueues::find_recv(std::deque<Tail> &t
 
 // The UMQ instance never holds a receive, so arrive() there only queues.
 void TailQueues::drain_umqt() {
-    um_match_t m;
+    um_match_t m{};
     for (const Tail &t : umqt_) {
         umq_->arrive(t.source, t.tag, t.hint, t.handle, &m);
     }
@@ -46,7 +46,7 @@ void TailQueues::drain_umqt() {
 
 // The PRQ instance never keeps a message, so post_recv() there only queues.
 void TailQueues::drain_prqt() {
-    um_match_t m;
+    um_match_t m{};
     for (const Tail &t : prqt_) {
         prq_->post_recv(t.source, t.tag, t.hint, t.handle, &m);
     }
@@ -58,7 +58,7 @@ void TailQueues::drain_prqt() {
 void *TailQueues::search_unexpected(int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
                                     void *post, uint32_t &inspected) {
     Lock umql(umql_);
-    um_match_t m;
+    um_match_t m{};
     if (remove) {
         umq_->mprobe(source, tag, hint, &m);
     } else {
@@ -107,14 +107,14 @@ int TailQueues::arrive(int32_t source, int32_t tag, const um_hint_t &hint, void 
         return UM_ERR_ARG;
     }
     Lock prql(prql_);
-    um_match_t m;
+    um_match_t m{};
     prq_->arrive(source, tag, hint, message, &m);
     uint32_t inspected = m.inspected;
     void *found = m.handle;
     if (found == nullptr) {
         // The backend queued the message on its unexpected side, the only
         // message there: take it back out (the PRQ instance holds receives only).
-        um_match_t back;
+        um_match_t back{};
         prq_->mprobe(source, tag, hint, &back);
         Lock tl(tl_);
         const auto it = find_recv(prqt_, source, tag);

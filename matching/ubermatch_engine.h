@@ -35,7 +35,9 @@ enum um_status {
     UM_OK = 0,
     UM_ERR_SOURCE = 1,    /* source outside [0, comm_size) and not ANY */
     UM_ERR_TAG = 2,       /* a message with tag UM_ANY_TAG */
-    UM_ERR_ARG = 3        /* NULL handle or other malformed argument */
+    UM_ERR_ARG = 3,       /* NULL handle or other malformed argument */
+    UM_ERR_ASSERTION = 4  /* breaks the relaxed engine's assertion (a wildcard it
+                             excludes, an arrival no receive awaits); nothing queued */
 };
 
 /* What the PML knows about the traffic an element belongs to. */
@@ -201,6 +203,10 @@ void um_engine_dump(const um_engine_t *engine, FILE *out);
 size_t um_backend_count(void);
 const char *um_backend_name(size_t index);
 const char *um_backend_description(size_t index);
+/* A relaxed backend's assertions, comma-separated ("mpi_assert_no_any_source,
+ * ..."): it refuses what they exclude with UM_ERR_ASSERTION. NULL: a backend
+ * for full MPI matching (or index out of range). */
+const char *um_backend_assertion(size_t index);
 /* "list, perpeer, bins": for error messages and help strings. */
 const char *um_backend_names(void);
 

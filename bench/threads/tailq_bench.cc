@@ -59,7 +59,7 @@ template <class Q>
 double run(const std::string &backend, int threads, int length, bool prq_only, long matches) {
     Q q(backend, kComm);
     static char dummy[1];
-    um_match_t m;
+    um_match_t m{};
     const int pairs = threads / 2;
     // The fill shares the pairs' sources, so searches of list-like backends walk it.
     for (int i = 0; i < length; ++i) {
@@ -78,7 +78,7 @@ double run(const std::string &backend, int threads, int length, bool prq_only, l
                 ready.fetch_add(1);
                 while (!go.load(std::memory_order_acquire)) {
                 }
-                um_match_t out;
+                um_match_t out{};
                 for (long i = 0; i < per_pair; ++i) {
                     const int32_t tag = static_cast<int32_t>(i & 0xffff);
                     if (side == 0) {

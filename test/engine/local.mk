@@ -27,3 +27,6 @@ test_engine_unit_tests_SOURCES += test/engine/timers_tests.cc
 
 # Issue 7: the auto backend (thresholds, hysteresis, memory bound, collective apart).
 test_engine_unit_tests_SOURCES += test/engine/auto_tests.cc
+
+# Issue 14: the relaxed backends (nosource, exact and their no-unexpected forms).
+test_engine_unit_tests_SOURCES += test/engine/relaxed_tests.cc

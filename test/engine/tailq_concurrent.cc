@@ -102,7 +102,7 @@ void receiver(Run &run, TailQueues &tq, int id, size_t first, size_t count, uint
         r.source = u(rng) < 0.15 ? UM_ANY_SOURCE : static_cast<int32_t>(rng() % kSources);
         r.tag = u(rng) < 0.15 ? UM_ANY_TAG : static_cast<int32_t>(rng() % kTags);
         const double what = u(rng);
-        um_match_t m;
+        um_match_t m{};
         if (what < 0.05) { // probe: must see a message that is (or was) there
             const uint64_t s = tick();
             tq.probe(r.source, r.tag, hint, &m);
@@ -156,7 +156,7 @@ void arriver(Run &run, TailQueues &tq, int id, int arrivers, size_t first, size_
         // This thread owns the sources congruent to id: their send order is ours.
         msg.source = id + arrivers * static_cast<int32_t>(rng() % (kSources / arrivers));
         msg.tag = static_cast<int32_t>(rng() % kTags);
-        um_match_t m;
+        um_match_t m{};
         const uint64_t s = tick();
         tq.arrive(msg.source, msg.tag, hint, &msg, &m);
         const uint64_t e = tick();

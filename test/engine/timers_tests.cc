@@ -147,6 +147,9 @@ TEST_CASE("timers: the cutoff leaves long intervals out", "[timers]") {
 
 TEST_CASE("timers: the same matches whether on or off", "[timers]") {
     for (const Backend &b : backends()) {
+        if (b.assertion != nullptr) {
+            continue; // run() uses wildcards, which relaxed backends refuse
+        }
         INFO(b.name);
         auto off = make_engine(b.name, 64, default_params());
         auto on = make_engine(b.name, 64, with_timers(1, 1000000));

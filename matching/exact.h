@@ -1,0 +1,51 @@
+// `exact`: for communicators asserting both mpi_assert_no_any_source and
+// mpi_assert_no_any_tag. A receive and a message match only on an equal
+// (source, tag), so both queues are one hash table from that key to a FIFO
+// of receives and a FIFO of messages: one look-up, no wildcard path. Order
+// within a key is MPI's (non-overtaking). A wildcard receive or probe is
+// refused with UM_ERR_ASSERTION.
+//
+// `exact-nounexp` also refuses (does not queue) an arrival no receive awaits.
+#ifndef UBERMATCH_MATCHING_EXACT_H
+#define UBERMATCH_MATCHING_EXACT_H
+
+#include <unordered_map>
+
+#include "matching/engine.h"
+#include "matching/queue.h"
+
+namespace ubermatch {
+
+class ExactEngine final : public Engine {
+public:
+    ExactEngine(int32_t comm_size, bool no_unexpected)
+        : Engine(comm_size), no_unexpected_(no_unexpected) {}
+    const char *name() const override { return no_unexpected_ ? "exact-nounexp" : "exact"; }
+
+protected:
+    Found do_post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *request) override;
+    Found do_arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message) override;
+    Found do_probe(int32_t source, int32_t tag, const um_hint_t &hint, bool remove) override;
+    bool do_cancel(int32_t source, int32_t tag, void *request) override;
+    void visit(const Visitor &f) const override;
+    uint64_t queues_allocated() const override { return 2 * slots_.size(); }
+    uint64_t bytes_used() const override;
+
+private:
+    struct Slot {
+        PeerQueue posted;
+        PeerQueue unexpected;
+    };
+    static uint64_t key(int32_t source, int32_t tag) {
+        return (static_cast<uint64_t>(static_cast<uint32_t>(source)) << 32) | static_cast<uint32_t>(tag);
+    }
+
+    // Slots stay once made (a communicator uses few keys); their addresses are stable.
+    std::unordered_map<uint64_t, Slot> slots_;
+    EntryPool pool_;
+    const bool no_unexpected_;
+};
+
+} // namespace ubermatch
+
+#endif
