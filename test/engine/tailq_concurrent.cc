@@ -315,6 +315,9 @@ int main(int argc, char **argv) {
     try {
         if (backend == "all") {
             for (const ubermatch::Backend &b : ubermatch::backends()) {
+                if (b.assertion != nullptr) {
+                    continue; // relaxed backends refuse the wildcards and unexpected messages this workload has
+                }
                 ok = run_one(b.name, ops, seed, receivers, arrivers) && ok;
             }
         } else {
