@@ -5,9 +5,10 @@
 # installed engine library, removes the package and checks that every file it
 # installed is gone and Open MPI's component directory is as before.
 #
-# The package is built in a copy of the tree under $UM_PKG_DIR (default
-# /var/tmp/ubermatch-pkg), whose debian/build is kept between runs: a second
-# run recompiles only what changed. Runs as root (dpkg -i / dpkg -r).
+# The package is built from scratch in a fresh copy of the tree under
+# $UM_PKG_DIR (default /var/tmp/ubermatch-pkg): a kept build was tried, but
+# debhelper configures without dependency tracking, so a changed header left
+# stale objects behind. Runs as root (dpkg -i / dpkg -r).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=${UM_PKG_DIR:-/var/tmp/ubermatch-pkg}
@@ -28,17 +29,15 @@ if dpkg-query -W -f='${Status}' ubermatch 2>/dev/null | grep -q 'install ok inst
     exit 1
 fi
 
-# Copy the tree (tracked and untracked-but-not-ignored files), keeping mtimes
-# so that make in the kept debian/build sees only real changes.
+# Copy the tree (tracked and untracked-but-not-ignored files).
+rm -rf "$src"
 mkdir -p "$src"
 (cd "$top" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$src" -xpf -
 rm -f "$src"/debian/debhelper-build-stamp "$src"/debian/*.debhelper.log
 rm -f "$work"/ubermatch_*.deb
-reuse=""
-[ -f "$src/debian/build/Makefile" ] && reuse="-nc"
-echo "== dpkg-buildpackage -b -us -uc $reuse (in $src)"
+echo "== dpkg-buildpackage -b -us -uc (in $src)"
 (cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=2" \
-    dpkg-buildpackage -b -us -uc $reuse > "$work/build.log" 2>&1) ||
+    dpkg-buildpackage -b -us -uc > "$work/build.log" 2>&1) ||
     { tail -40 "$work/build.log"; echo "package build failed (log: $work/build.log)"; exit 1; }
 deb=$(ls "$work"/ubermatch_*.deb)
 
