@@ -14,7 +14,7 @@ int main(void)
         return 1;
     }
     int request = 0, message = 0;
-    um_match_t out{};
+    um_match_t out;
     int ok = um_engine_post_recv(engine, 1, 7, NULL, &request, &out) == 0 && out.handle == NULL &&
              um_engine_arrive(engine, 1, 7, NULL, &message, &out) == 0 && out.handle == &request;
     printf("standalone engine (%s): %s\n", um_engine_backend(engine), ok ? "matched" : "NO MATCH");
