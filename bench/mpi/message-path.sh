@@ -9,7 +9,7 @@
 #
 #   --out DIR      CSV, markdown and one PNG per measure into DIR (default docs/perf)
 #   --quick        sizes 1, 8, 64, 4K, 64K, 1M only, shorter timing (about 1 minute)
-#   --wait-idle S  before each run, wait up to S s for the CPUs to be >= 95% idle
+#   --wait-idle S  before each run, wait up to S s for the CPUs to be >= 90% idle
 #   --configs ".." a subset of: ob1 ucx um-auto um-list am-floor tag-floor
 # Every mpirun: 2 ranks, --bind-to none, oversubscribed; p2p_bench (built here
 # into build/bench-mpi) times each size for about --time seconds over 3
@@ -54,43 +54,28 @@ bin=build/bench-mpi/p2p_bench
 mkdir -p build/bench-mpi "$out" || exit 2
 mpicc -O2 -Wall -Wextra -Werror -o "$bin" bench/mpi/p2p_bench.c || { echo "message-path.sh: cannot build p2p_bench" >&2; exit 2; }
 
-cpu_idle_pct() {
-    local a b total=0 i
-    read -ra a < <(grep '^cpu ' /proc/stat)
-    sleep 0.3
-    read -ra b < <(grep '^cpu ' /proc/stat)
-    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
-    [ "$total" -gt 0 ] && echo $((100 * (b[4] - a[4] + b[5] - a[5]) / total)) || echo 100
-}
+. bench/mpi/common.sh # um_pml_args, um_wait_idle: the configurations and idle wait of the other benchmarks
 min_idle=100
 idle=100
 settle() { # waits for idle CPUs (up to --wait-idle s); sets idle, records the least
-    local waited=0
-    idle=$(cpu_idle_pct)
-    while [ "$idle" -lt 95 ] && [ "$waited" -lt "$wait_idle" ]; do
-        sleep 2
-        waited=$((waited + 2))
-        idle=$(cpu_idle_pct)
-    done
+    idle=$(um_wait_idle "$wait_idle")
     [ "$idle" -lt "$min_idle" ] && min_idle=$idle
 }
 
+# Our configuration names, in um_pml_args's terms.
 pml_args() {
     case $1 in
-    ob1) echo "--mca pml ob1" ;;
-    ucx) echo "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any" ;;
-    um-auto) echo "--mca pml ubermatch --mca pml_ubermatch_backend auto" ;;
-    um-list) echo "--mca pml ubermatch --mca pml_ubermatch_backend list" ;;
+    um-auto) um_pml_args ubermatch:auto ;;
+    um-list) um_pml_args ubermatch:list ;;
+    *) um_pml_args "$1" ;;
     esac
 }
 
 csv=$out/message-path.csv
 echo "config,measure,size,value" >"$csv"
 start=$SECONDS
-runs=0
 for c in $configs; do
     for m in latency rate bw; do
-        runs=$((runs + 1))
         settle
         case $c in
         am-floor | tag-floor)
