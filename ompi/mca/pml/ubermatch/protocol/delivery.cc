@@ -84,7 +84,19 @@ void Protocol::finish_recv(um_proto_recv_t *recv, int32_t source, int32_t tag, s
     if (status == UM_PROTO_OK && length > recv->capacity) {
         status = UM_PROTO_TRUNCATED;
     }
-    cb_.recv_done(recv->cookie, source, tag, status == UM_PROTO_NOMEM ? 0 : n, length, status);
+    // A failed receive took no data.
+    const bool took = status == UM_PROTO_OK || status == UM_PROTO_TRUNCATED;
+    cb_.recv_done(recv->cookie, source, tag, took ? n : 0, length, status);
+}
+
+// The descriptor goes back before the glue hears of the receive (its callback
+// may post again and reuse it).
+void Protocol::finish_and_free(um_proto_recv_t *recv, Message *msg, int status) {
+    const int32_t source = msg->hdr.source;
+    const int32_t tag = msg->hdr.tag;
+    const size_t length = msg->length;
+    free_message(msg);
+    finish_recv(recv, source, tag, length, status);
 }
 
 void Protocol::deliver(um_proto_recv_t *recv, Message *msg) noexcept {
@@ -92,15 +104,12 @@ void Protocol::deliver(um_proto_recv_t *recv, Message *msg) noexcept {
         deliver_rndv(recv, msg);
         return;
     }
-    const int32_t source = msg->hdr.source;
-    const int32_t tag = msg->hdr.tag;
-    const size_t length = msg->length;
-    const bool lost = msg->lost;
-    if (UM_LIKELY(!lost)) {
-        copy_out(recv, msg->data, std::min(length, recv->capacity));
+    if (UM_UNLIKELY(msg->lost)) {
+        finish_and_free(recv, msg, UM_PROTO_NOMEM);
+        return;
     }
-    free_message(msg);
-    finish_recv(recv, source, tag, length, lost ? UM_PROTO_NOMEM : UM_PROTO_OK);
+    copy_out(recv, msg->data, std::min(msg->length, recv->capacity));
+    finish_and_free(recv, msg, UM_PROTO_OK);
 }
 
 // Rendezvous: straight into a contiguous buffer that can take it all, else into
@@ -122,12 +131,8 @@ void Protocol::deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept {
         }
     }
     if (op == nullptr) {
-        const int32_t source = msg->hdr.source;
-        const int32_t tag = msg->hdr.tag;
-        const size_t length = msg->length;
         ++lost_;
-        free_message(msg);
-        finish_recv(recv, source, tag, length, UM_PROTO_NOMEM);
+        finish_and_free(recv, msg, UM_PROTO_NOMEM);
         return;
     }
     ucp_request_param_t param{};
@@ -158,11 +163,7 @@ void Protocol::rndv_cb(void *request, ucs_status_t status, size_t, void *user_da
         ucp_request_free(request);
     }
     delete op;
-    if (status != UCS_OK) {
-        self->cb_.recv_done(recv->cookie, source, tag, 0, length, UM_PROTO_ERROR);
-        return;
-    }
-    self->finish_recv(recv, source, tag, length, UM_PROTO_OK);
+    self->finish_recv(recv, source, tag, length, status == UCS_OK ? UM_PROTO_OK : UM_PROTO_ERROR);
 }
 
 } // namespace ubermatch::protocol

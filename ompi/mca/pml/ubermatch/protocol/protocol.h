@@ -245,6 +245,7 @@ private:
     void deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept;
     void copy_out(um_proto_recv_t *recv, const void *data, size_t n);
     void finish_recv(um_proto_recv_t *recv, int32_t source, int32_t tag, size_t length, int status);
+    void finish_and_free(um_proto_recv_t *recv, Message *msg, int status);
     void acknowledge(const Message &msg) noexcept;
     void send_event(SendOp *op, int status);
     static size_t header_length(bool sync, const um_hint_t &hint) {
