@@ -70,8 +70,8 @@ huge() {
         --mca pml ubermatch
 }
 suite "MPI test: messages of 2^31-1 B and 2100 MiB" huge
-suite "MPI tests over TCP (UCX_TLS=tcp,self)" test/mpi/run-mpi-tests.sh build/test-mpi \
-    --mca pml ubermatch -x UCX_TLS=tcp,self
+suite "MPI tests over TCP (UCX_TLS=tcp,self, no shared-memory rings)" test/mpi/run-mpi-tests.sh build/test-mpi \
+    --mca pml ubermatch --mca pml_ubermatch_shm_eager_limit 0 -x UCX_TLS=tcp,self
 suite "fault tests (a rank killed while its peers wait on it)" test/faults/run.sh build/faults
 suite "active messages (np 4, MPIX_Am: fence, lock/flush, attach/detach, bad input)" \
     timeout 60 mpirun -np 4 --mca pml ubermatch build/mpix_am_test

@@ -4,3 +4,10 @@ TESTS += test/protocol/protocol_tests
 test_protocol_protocol_tests_SOURCES = test/protocol/protocol_tests.cc
 test_protocol_protocol_tests_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CFLAGS)
 test_protocol_protocol_tests_LDADD = ompi/mca/pml/ubermatch/protocol/libubermatch_protocol.la $(UCX_LIBS)
+
+# The shared-memory ring alone (protocol/shm.h).
+check_PROGRAMS += test/protocol/shm_tests
+TESTS += test/protocol/shm_tests
+test_protocol_shm_tests_SOURCES = test/protocol/shm_tests.cc
+test_protocol_shm_tests_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CFLAGS)
+test_protocol_shm_tests_LDADD = ompi/mca/pml/ubermatch/protocol/libubermatch_protocol.la $(UCX_LIBS)

@@ -50,11 +50,13 @@ void recv_unpack(void *cookie, const void *data, size_t length) {
 
 const um_proto_callbacks_t kCallbacks = {send_done, recv_done, recv_unpack};
 
-um_proto_t *make(unsigned fail_alloc_every = 0) {
+um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = false) {
     um_proto_config_t c{};
     c.backend = "auto";
     um_params_init(&c.params);
     c.fail_alloc_every = fail_alloc_every;
+    c.shm_eager_limit = shm;
+    c.thread_multiple = threads ? 1 : 0;
     um_proto_t *p = nullptr;
     char err[256];
     const int rc = um_proto_create(&c, &kCallbacks, &p, err, sizeof err);
@@ -65,9 +67,12 @@ um_proto_t *make(unsigned fail_alloc_every = 0) {
 
 // Two connected cores: rank 0 is `a`, rank 1 is `b`, in every communicator.
 struct Pair {
-    explicit Pair(unsigned b_fails = 0) : a(make()), b(make(b_fails)) {
-        a_to_b = connect(a, b);
-        b_to_a = connect(b, a);
+    // shm: a's messages up to this size may go through a shared-memory ring
+    // (the two cores count as one node); b_threads: b runs with thread_multiple.
+    explicit Pair(unsigned b_fails = 0, size_t shm = 0, bool b_threads = false)
+        : a(make(0, shm)), b(make(b_fails, shm, b_threads)) {
+        a_to_b = connect(a, b, shm > 0);
+        b_to_a = connect(b, a, shm > 0);
     }
     ~Pair() {
         for (auto &[p, c] : comms) {
@@ -78,12 +83,12 @@ struct Pair {
         um_proto_destroy(a);
         um_proto_destroy(b);
     }
-    static um_proto_peer_t *connect(um_proto_t *from, um_proto_t *to) {
+    static um_proto_peer_t *connect(um_proto_t *from, um_proto_t *to, bool local) {
         void *address = nullptr;
         size_t length = 0;
         REQUIRE(um_proto_address(to, &address, &length) == UM_PROTO_OK);
         char err[256];
-        um_proto_peer_t *peer = um_proto_connect(from, address, length, err, sizeof err);
+        um_proto_peer_t *peer = um_proto_connect(from, address, length, local ? 1 : 0, err, sizeof err);
         um_proto_address_release(to, address);
         INFO(err);
         REQUIRE(peer != nullptr);
@@ -321,4 +326,91 @@ TEST_CASE("protocol: a failed allocation fails the receive concerned and nothing
     um_proto_faults(p.b, &f);
     CHECK(f.lost == static_cast<uint64_t>(nomem));
     CHECK(f.dropped == 0); // the spare descriptors covered every failed descriptor allocation
+}
+
+namespace {
+
+um_proto_shm_counts_t shm_of(um_proto_t *p) {
+    um_proto_shm_counts_t c{};
+    um_proto_shm_stats(p, &c);
+    return c;
+}
+
+// Sends n messages from a to b, sizes alternating around the ring's limit and
+// no receive posted (the ring fills, and UCX takes the rest), then receives
+// them with wildcards: each must come in send order, whole.
+void order_across_paths(Pair &p, size_t limit, int n) {
+    um_proto_comm_t *ca = p.comm(p.a, 5);
+    um_proto_comm_t *cb = p.comm(p.b, 5);
+    std::vector<Op> sends(static_cast<size_t>(n)), recvs(static_cast<size_t>(n));
+    std::vector<std::vector<unsigned char>> data, bufs;
+    for (int i = 0; i < n; ++i) {
+        const size_t size = i % 3 == 2 ? limit + 1 + static_cast<size_t>(i % 7) : static_cast<size_t>(i % 97);
+        data.push_back(pattern(size, static_cast<unsigned>(i)));
+        bufs.emplace_back(limit + 16);
+    }
+    for (int i = 0; i < n; ++i) {
+        auto &d = data[static_cast<size_t>(i)];
+        REQUIRE(p.send(ca, i, d.data(), d.size(), sends[static_cast<size_t>(i)]) == UM_PROTO_OK);
+        if (i == 0) { // the offer goes with the first message; let the reply come back
+            p.spin(200);
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        auto &b = bufs[static_cast<size_t>(i)];
+        REQUIRE(p.post(cb, UM_ANY_SOURCE, UM_ANY_TAG, b.data(), b.size(), recvs[static_cast<size_t>(i)]) ==
+                UM_PROTO_OK);
+    }
+    const bool all = p.until([&] {
+        for (const Op &r : recvs) {
+            if (!r.done) {
+                return false;
+            }
+        }
+        return true;
+    });
+    REQUIRE(all);
+    for (int i = 0; i < n; ++i) {
+        const Op &r = recvs[static_cast<size_t>(i)];
+        const auto &d = data[static_cast<size_t>(i)];
+        INFO("message " << i);
+        REQUIRE(r.status == UM_PROTO_OK);
+        REQUIRE(r.tag == i);
+        REQUIRE(r.received == d.size());
+        REQUIRE(std::memcmp(bufs[static_cast<size_t>(i)].data(), d.data(), d.size()) == 0);
+    }
+}
+
+} // namespace
+
+TEST_CASE("protocol: shared-memory ring and UCX together keep MPI order", "[protocol][shm]") {
+    Pair p(0, 1024);
+    order_across_paths(p, 1024, 12000); // more than a ring holds: some small ones go by UCX too
+    const auto a = shm_of(p.a);
+    const auto b = shm_of(p.b);
+    CHECK(a.rings_out == 1);
+    CHECK(b.rings_in == 1);
+    CHECK(a.sent > 1500);    // a ring-full of the 8000 small messages went through it...
+    CHECK(a.sent < 8000);    // ...the rest by UCX once it was full
+    CHECK(b.received == a.sent);
+}
+
+TEST_CASE("protocol: a receiver with threads refuses the ring; UCX carries everything", "[protocol][shm]") {
+    Pair p(0, 1024, true);
+    order_across_paths(p, 1024, 300);
+    CHECK(shm_of(p.a).rings_out == 0);
+    CHECK(shm_of(p.a).sent == 0);
+    CHECK(shm_of(p.b).rings_in == 0);
+}
+
+TEST_CASE("protocol: shm_eager_limit beyond what a ring carries is refused at creation", "[protocol][shm]") {
+    um_proto_config_t c{};
+    c.backend = "auto";
+    um_params_init(&c.params);
+    c.shm_eager_limit = size_t{1} << 20;
+    um_proto_t *p = nullptr;
+    char err[256] = "";
+    CHECK(um_proto_create(&c, &kCallbacks, &p, err, sizeof err) == UM_PROTO_ERROR);
+    CHECK(std::string(err).find("is out of range; valid values are 0 .. ") != std::string::npos);
+    CHECK(p == nullptr);
 }

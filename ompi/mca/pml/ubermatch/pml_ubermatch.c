@@ -86,6 +86,7 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
                                         : (int64_t) cfg->timer_cutoff_ns;
     config.thread_multiple = enable_mpi_threads;
     config.fail_alloc_every = cfg->inject_alloc_failure;
+    config.shm_eager_limit = cfg->shm_eager_limit;
     {
         /* Checked whatever the backend, so that a typo never passes unseen. */
         um_kernel_t kernel;
@@ -212,7 +213,11 @@ um_proto_peer_t *mca_pml_ubermatch_connect(ompi_proc_t *proc)
             opal_output(0, "pml_ubermatch: no UCX address of process %u: %s",
                         proc->super.proc_name.vpid, opal_strerror(rc));
         } else {
-            peer = um_proto_connect(mca_pml_ubermatch.proto, address, length, err, sizeof(err));
+            /* Not to ourselves: UCX's self transport is a function call. */
+            const int local = proc != ompi_proc_local() &&
+                              OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags);
+            peer = um_proto_connect(mca_pml_ubermatch.proto, address, length, local, err,
+                                    sizeof(err));
             free(address);
             if (NULL == peer) {
                 opal_output(0, "pml_ubermatch: cannot connect to process %u: %s",
@@ -251,6 +256,15 @@ int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs)
     for (size_t i = 0; i < nprocs; ++i) {
         peers[i] = procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
         procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = NULL;
+    }
+    if (mca_pml_ubermatch.config.verbose >= 1) { /* before the peers go: what they carried */
+        um_proto_shm_counts_t c;
+        um_proto_shm_stats(mca_pml_ubermatch.proto, &c);
+        PML_UM_VERBOSE(1, "rank %u: shared-memory rings: %llu messages sent through %u, %llu "
+                          "received through %u (pml_ubermatch_shm_eager_limit %zu)",
+                       (unsigned) OMPI_PROC_MY_NAME->vpid, (unsigned long long) c.sent,
+                       (unsigned) c.rings_out, (unsigned long long) c.received,
+                       (unsigned) c.rings_in, mca_pml_ubermatch.config.shm_eager_limit);
     }
     um_proto_disconnect(mca_pml_ubermatch.proto, peers, nprocs);
     free(peers);

@@ -181,6 +181,14 @@ static int mca_pml_ubermatch_component_register(void)
                         "is lost; 0: never",
                         MCA_BASE_VAR_TYPE_UNSIGNED_INT, OPAL_INFO_LVL_9, &cfg->inject_alloc_failure);
 
+    cfg->shm_eager_limit = 8192;
+    (void) register_var("shm_eager_limit",
+                        "Largest message (bytes) sent to a process of the same node through a "
+                        "shared-memory ring of our own instead of UCX (docs/message-path.md), "
+                        "0 .. 65496; 0: every message through UCX. Synchronous sends and "
+                        "MPI_THREAD_MULTIPLE always use UCX",
+                        MCA_BASE_VAR_TYPE_SIZE_T, OPAL_INFO_LVL_4, &cfg->shm_eager_limit);
+
     cfg->trace = NULL;
     (void) register_var("trace",
                         "Record every matching-engine call of this job into this directory, "

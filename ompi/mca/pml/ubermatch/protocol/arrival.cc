@@ -58,16 +58,39 @@ ucs_status_t Protocol::on_message(const void *header, size_t header_length, void
         if ((msg->hdr.flags & kFlagSync) && (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
             msg->reply_ep = param->reply_ep;
         }
-        Comm *comm = find_comm(msg->hdr.cid);
-        if (UM_LIKELY(comm != nullptr)) {
-            kept = accept(*comm, msg, actions, true);
-        } else {
-            kept = hold_unknown(msg);
-        }
+        kept = route(msg, actions, true);
     }
     // Deliveries of this very message read UCX's data: it is valid until we return.
     run(actions);
     return (kept && msg->rndv) ? UCS_INPROGRESS : UCS_OK;
+}
+
+bool Protocol::route(Message *msg, Actions &actions, bool ucx_owns) {
+    Comm *comm = find_comm(msg->hdr.cid);
+    return UM_LIKELY(comm != nullptr) ? accept(*comm, msg, actions, ucx_owns) : hold_unknown(msg);
+}
+
+// A record of a shared-memory ring: as an eager UCX arrival, with the
+// payload valid until this returns.
+void Protocol::ring_arrival(const shm::RecordHeader &r, const void *payload) noexcept {
+    Actions actions;
+    {
+        Guard guard(*this);
+        Message *msg = messages_.get(inject_failure());
+        if (UM_UNLIKELY(msg == nullptr)) {
+            ++dropped_;
+            return;
+        }
+        msg->hdr = WireHeader{r.cid, r.source, r.tag, r.seq, r.coll, r.flags, 0, 0};
+        msg->length = r.length;
+        msg->data = const_cast<void *>(payload); // copied by store() if kept
+        msg->reply_ep = nullptr;
+        msg->stored = false;
+        msg->lost = false;
+        msg->rndv = false;
+        route(msg, actions, false);
+    }
+    run(actions);
 }
 
 bool Protocol::hold_unknown(Message *msg) noexcept {

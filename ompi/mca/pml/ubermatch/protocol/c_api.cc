@@ -7,6 +7,7 @@
 
 using ubermatch::protocol::Comm;
 using ubermatch::protocol::Message;
+using ubermatch::protocol::Peer;
 using ubermatch::protocol::Protocol;
 
 namespace {
@@ -18,11 +19,11 @@ void set_error(char *err, size_t errlen, const char *msg) {
     }
 }
 
-// The opaque C types are the C++ objects (a peer is its UCX endpoint).
+// The opaque C types are the C++ objects.
 Protocol *cxx(um_proto_t *p) { return reinterpret_cast<Protocol *>(p); }
 const Protocol *cxx(const um_proto_t *p) { return reinterpret_cast<const Protocol *>(p); }
 Comm *cxx(um_proto_comm_t *c) { return reinterpret_cast<Comm *>(c); }
-ucp_ep_h ep_of(um_proto_peer_t *p) { return reinterpret_cast<ucp_ep_h>(p); }
+Peer *cxx(um_proto_peer_t *p) { return reinterpret_cast<Peer *>(p); }
 
 const um_hint_t kNoHint{};
 
@@ -64,17 +65,17 @@ void um_proto_address_release(um_proto_t *proto, void *address) {
 int um_proto_progress(um_proto_t *proto) { return cxx(proto)->progress(); }
 
 um_proto_peer_t *um_proto_connect(um_proto_t *proto, const void *address, size_t length,
-                                  char *err, size_t errlen) {
+                                  int local, char *err, size_t errlen) {
     std::string why;
-    ucp_ep_h ep = cxx(proto)->connect(address, length, why);
-    if (ep == nullptr) {
+    Peer *peer = cxx(proto)->connect(address, length, local != 0, why);
+    if (peer == nullptr) {
         set_error(err, errlen, why.c_str());
     }
-    return reinterpret_cast<um_proto_peer_t *>(ep);
+    return reinterpret_cast<um_proto_peer_t *>(peer);
 }
 
 void um_proto_disconnect(um_proto_t *proto, um_proto_peer_t **peers, size_t count) {
-    cxx(proto)->disconnect(reinterpret_cast<ucp_ep_h *>(peers), count);
+    cxx(proto)->disconnect(reinterpret_cast<Peer **>(peers), count);
 }
 
 int um_proto_comm_create(um_proto_t *proto, uint32_t cid, int32_t local_rank, int32_t remote_size,
@@ -101,6 +102,10 @@ size_t um_proto_held(um_proto_t *proto) { return cxx(proto)->held(); }
 
 void um_proto_faults(um_proto_t *proto, um_proto_faults_t *faults) { *faults = cxx(proto)->faults(); }
 
+void um_proto_shm_stats(um_proto_t *proto, um_proto_shm_counts_t *counts) {
+    *counts = cxx(proto)->shm_counts();
+}
+
 void um_proto_comm_dump(um_proto_t *proto, um_proto_comm_t *comm, FILE *out) {
     cxx(proto)->comm_dump(cxx(comm), out);
 }
@@ -110,7 +115,7 @@ const char *um_proto_backend(const um_proto_t *proto) { return cxx(proto)->backe
 int um_proto_send(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer, int32_t dst,
                   int32_t tag, const um_hint_t *hint, const void *data, size_t length, int sync,
                   um_proto_send_op_t *op, void *cookie) {
-    return cxx(proto)->send(cxx(comm), ep_of(peer), dst, tag, hint != nullptr ? *hint : kNoHint,
+    return cxx(proto)->send(cxx(comm), cxx(peer), dst, tag, hint != nullptr ? *hint : kNoHint,
                             data, length, sync != 0, reinterpret_cast<ubermatch::protocol::SendOp *>(op),
                             cookie);
 }
@@ -118,7 +123,7 @@ int um_proto_send(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *pee
 int um_proto_send_now(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer,
                       int32_t dst, int32_t tag, const um_hint_t *hint, const void *data,
                       size_t length) {
-    return cxx(proto)->send_now(cxx(comm), ep_of(peer), dst, tag, hint != nullptr ? *hint : kNoHint,
+    return cxx(proto)->send_now(cxx(comm), cxx(peer), dst, tag, hint != nullptr ? *hint : kNoHint,
                                 data, length)
                ? 1
                : 0;

@@ -5,11 +5,14 @@ noinst_LTLIBRARIES += ompi/mca/pml/ubermatch/protocol/libubermatch_protocol.la
 ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_SOURCES = \
 	ompi/mca/pml/ubermatch/protocol/um_protocol.h \
 	ompi/mca/pml/ubermatch/protocol/wire.h \
+	ompi/mca/pml/ubermatch/protocol/shm.h \
+	ompi/mca/pml/ubermatch/protocol/shm.cc \
 	ompi/mca/pml/ubermatch/protocol/protocol.h \
 	ompi/mca/pml/ubermatch/protocol/protocol.cc \
 	ompi/mca/pml/ubermatch/protocol/arrival.cc \
 	ompi/mca/pml/ubermatch/protocol/delivery.cc \
 	ompi/mca/pml/ubermatch/protocol/send.cc \
+	ompi/mca/pml/ubermatch/protocol/peer.cc \
 	ompi/mca/pml/ubermatch/protocol/c_api.cc
 ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CFLAGS)
 ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_LIBADD = matching/libubermatch_matching.la \

@@ -18,11 +18,17 @@ Protocol::Protocol(const um_proto_config_t &config, const um_proto_callbacks_t &
       thread_multiple_(config.thread_multiple != 0),
       ucx_tls_(config.ucx_tls != nullptr ? config.ucx_tls : ""),
       ucx_rndv_thresh_(config.ucx_rndv_thresh != nullptr ? config.ucx_rndv_thresh : ""),
-      cb_(callbacks), fail_alloc_every_(config.fail_alloc_every) {}
+      cb_(callbacks), fail_alloc_every_(config.fail_alloc_every),
+      shm_limit_(config.shm_eager_limit) {}
 
 void Protocol::start() {
     // Fail early, with the valid names, on a bad backend or parameter.
     make_engine(backend_, 1, params_);
+    if (shm_limit_ > shm::max_payload(shm::kDefaultCells)) {
+        throw std::runtime_error("shm_eager_limit = " + std::to_string(shm_limit_) +
+                                 " is out of range; valid values are 0 .. " +
+                                 std::to_string(shm::max_payload(shm::kDefaultCells)));
+    }
 
     ucp_config_t *config = nullptr;
     ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
@@ -80,7 +86,10 @@ void Protocol::start() {
     const struct {
         unsigned id;
         ucp_am_recv_callback_t cb;
-    } handlers[] = {{kAmMessage, am_message_cb}, {kAmAck, am_ack_cb}};
+    } handlers[] = {{kAmMessage, am_message_cb},
+                    {kAmAck, am_ack_cb},
+                    {kAmShmOffer, am_shm_offer_cb},
+                    {kAmShmReply, am_shm_reply_cb}};
     for (const auto &h : handlers) {
         ucp_am_handler_param_t hp{};
         hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
@@ -125,42 +134,6 @@ int Protocol::progress_shared() {
     const int events = static_cast<int>(ucp_worker_progress(worker_));
     progressing_.store(false, std::memory_order_release);
     return events;
-}
-
-ucp_ep_h Protocol::connect(const void *address, size_t length, std::string &err) {
-    (void)length;
-    ucp_ep_params_t ep_params{};
-    ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    ep_params.address = static_cast<const ucp_address_t *>(address);
-    ucp_ep_h ep = nullptr;
-    const ucs_status_t status = ucp_ep_create(worker_, &ep_params, &ep);
-    if (status != UCS_OK) {
-        err = std::string("ucp_ep_create: ") + ucs_status_string(status);
-        return nullptr;
-    }
-    return ep;
-}
-
-void Protocol::disconnect(ucp_ep_h *eps, size_t count) {
-    std::vector<void *> pending;
-    for (size_t i = 0; i < count; ++i) {
-        if (eps[i] == nullptr) {
-            continue;
-        }
-        ucp_request_param_t param{};
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags = 0; // flush what is in flight, then close
-        void *req = ucp_ep_close_nbx(eps[i], &param);
-        if (UCS_PTR_IS_PTR(req)) {
-            pending.push_back(req);
-        }
-    }
-    for (void *req : pending) {
-        while (ucp_request_check_status(req) == UCS_INPROGRESS) {
-            ucp_worker_progress(worker_);
-        }
-        ucp_request_free(req);
-    }
 }
 
 // --- communicators ---------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "matching/engine.h"
+#include "ompi/mca/pml/ubermatch/protocol/shm.h"
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
 #include "ompi/mca/pml/ubermatch/protocol/wire.h"
 
@@ -116,6 +117,17 @@ struct SendOp {
 };
 static_assert(sizeof(SendOp) <= sizeof(um_proto_send_op_t), "um_proto_send_op_t is too small");
 
+// A process this one sends to (um_proto_peer_t): its UCX endpoint and, on
+// the same node, the shared-memory ring towards it (shm.h).
+struct Peer {
+    enum Shm : uint8_t { kNoRing, kWanted, kOffered, kReady };
+    ucp_ep_h ep;
+    shm::Sender *ring; // set when kReady
+    uint32_t id;       // index in Protocol::peers_
+    Shm shm;
+    std::unique_ptr<shm::Sender> offered; // made, offered, not yet answered
+};
+
 struct Comm {
     uint32_t cid;
     int32_t local_rank;
@@ -172,25 +184,33 @@ public:
     ucp_worker_h worker() const { return worker_; }
     int progress() {
         if (!thread_multiple_) {
-            return static_cast<int>(ucp_worker_progress(worker_));
+            // A ring that delivered keeps UCX waiting a few rounds (it
+            // carries what little UCX has then: larger and synchronous sends).
+            const int n = inbound_.empty() ? 0 : poll_rings();
+            if (n > 0 && (++ring_rounds_ & 7) != 0) {
+                return n;
+            }
+            return n + static_cast<int>(ucp_worker_progress(worker_));
         }
         return progress_shared();
     }
-    ucp_ep_h connect(const void *address, size_t length, std::string &err);
-    void disconnect(ucp_ep_h *eps, size_t count);
+    // local: the peer is on this node (a ring may carry small messages).
+    Peer *connect(const void *address, size_t length, bool local, std::string &err);
+    void disconnect(Peer **peers, size_t count);
 
     Comm *comm_create(uint32_t cid, int32_t local_rank, int32_t remote_size); // throws
     void comm_destroy(Comm *comm);
     um_stats_t comm_stats(Comm *comm);
     void comm_dump(Comm *comm, FILE *out);
     size_t held();
+    um_proto_shm_counts_t shm_counts() const { return shm_counts_; }
     um_proto_faults_t faults();
 
-    int send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
+    int send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
              const void *data, size_t length, bool sync, SendOp *op, void *cookie);
     // Single-threaded only: a send UCX finishes inside the call, or nothing.
     // Inline: with the glue's inline part, this is all of a small MPI_Send.
-    bool send_now(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
+    bool send_now(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
                   const void *data, size_t length) {
         if (thread_multiple_ || static_cast<uint32_t>(dst) >= static_cast<uint32_t>(comm->remote_size)) {
             return false;
@@ -198,9 +218,19 @@ public:
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         // UCX copies the header before an immediate completion: the stack will do.
         const WireHeader hdr{comm->cid, comm->local_rank, tag, seq, hint.coll, 0, 0, 0};
+        if (length <= shm_limit_) {
+            if (UM_LIKELY(peer->ring != nullptr) && peer->ring->push(hdr, data, length)) {
+                ++seq;
+                ++shm_counts_.sent;
+                return true;
+            }
+            if (UM_UNLIKELY(peer->shm == Peer::kWanted)) {
+                offer(*peer);
+            }
+        }
         ucp_request_param_t param;
         param.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
-        void *req = ucp_am_send_nbx(ep, kAmMessage, &hdr, header_length(false, hint), data,
+        void *req = ucp_am_send_nbx(peer->ep, kAmMessage, &hdr, header_length(false, hint), data,
                                     length, &param);
         if (req != nullptr) {
             return false; // UCS_ERR_NO_RESOURCE (not short, or the FIFO is full) or an error
@@ -221,6 +251,18 @@ private:
                                       void *data, size_t length, const ucp_am_recv_param_t *param);
     static ucs_status_t am_ack_cb(void *arg, const void *header, size_t header_length, void *data,
                                   size_t length, const ucp_am_recv_param_t *param);
+    static ucs_status_t am_shm_offer_cb(void *arg, const void *header, size_t header_length,
+                                        void *data, size_t length, const ucp_am_recv_param_t *param);
+    static ucs_status_t am_shm_reply_cb(void *arg, const void *header, size_t header_length,
+                                        void *data, size_t length, const ucp_am_recv_param_t *param);
+    // peer.cc: the shared-memory rings.
+    void offer(Peer &peer) noexcept;
+    void map_ring(const ShmOffer &offer, ucp_ep_h reply_ep) noexcept;
+    int poll_rings() noexcept;
+    void ring_arrival(const shm::RecordHeader &r, const void *payload) noexcept;
+    // Under the lock: a message whose fields are set goes to its communicator
+    // (or waits for it). True when it was kept.
+    bool route(Message *msg, Actions &actions, bool ucx_owns);
     int progress_shared();
     static void send_cb(void *request, ucs_status_t status, void *user_data);
     static void ack_sent_cb(void *request, ucs_status_t status, void *user_data);
@@ -298,6 +340,13 @@ private:
     const um_proto_callbacks_t cb_;
     const uint64_t fail_alloc_every_;
     uint64_t allocations_ = 0;
+
+    const size_t shm_limit_; // largest payload through a ring; 0: no rings
+    std::vector<std::unique_ptr<Peer>> peers_;               // never freed before the end: ids stay valid
+    std::vector<std::unique_ptr<shm::Receiver>> inbound_; // rings other processes write to us
+    bool polling_ = false;      // poll_rings is not re-entered from a delivery's callback
+    unsigned ring_rounds_ = 0;
+    um_proto_shm_counts_t shm_counts_{};
 
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;

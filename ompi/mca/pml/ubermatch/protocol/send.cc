@@ -6,7 +6,7 @@
 
 namespace ubermatch::protocol {
 
-int Protocol::send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_hint_t &hint,
+int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
                    const void *data, size_t length, bool sync, SendOp *op, void *cookie) {
     if (dst < 0 || dst >= comm->remote_size) {
         return UM_PROTO_ERROR;
@@ -18,6 +18,19 @@ int Protocol::send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_h
     op->hdr = WireHeader{comm->cid, comm->local_rank, tag, 0, hint.coll,
                          static_cast<uint16_t>(sync ? kFlagSync : 0), 0,
                          reinterpret_cast<uint64_t>(op)};
+    if (!sync && length <= shm_limit_ && !thread_multiple_) {
+        uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
+        op->hdr.seq = seq;
+        if (peer->ring != nullptr && peer->ring->push(op->hdr, data, length)) {
+            ++seq;
+            ++shm_counts_.sent;
+            send_event(op, UM_PROTO_OK);
+            return UM_PROTO_OK;
+        }
+        if (peer->shm == Peer::kWanted) {
+            offer(*peer);
+        }
+    }
     {
         Guard guard(*this);
         op->hdr.seq = comm->send_seq[static_cast<size_t>(dst)]++;
@@ -28,7 +41,7 @@ int Protocol::send(Comm *comm, ucp_ep_h ep, int32_t dst, int32_t tag, const um_h
     param.cb.send = send_cb;
     param.user_data = op;
     param.flags = sync ? UCP_AM_SEND_FLAG_REPLY : 0;
-    void *req = ucp_am_send_nbx(ep, kAmMessage, &op->hdr, header_length(sync, hint), data, length,
+    void *req = ucp_am_send_nbx(peer->ep, kAmMessage, &op->hdr, header_length(sync, hint), data, length,
                                 &param);
     if (UCS_PTR_IS_PTR(req)) {
         return UM_PROTO_OK;

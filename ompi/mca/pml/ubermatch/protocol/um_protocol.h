@@ -59,6 +59,9 @@ typedef struct um_proto_config {
     /* Tests: every n-th allocation on the message path fails (0: none), to check
      * that it becomes an error of the operation concerned and nothing else. */
     unsigned fail_alloc_every;
+    /* Largest message carried by a shared-memory ring to a peer on the same
+     * node (0: none, every message through UCX). */
+    size_t shm_eager_limit;
 } um_proto_config_t;
 
 /* A posted receive. The glue owns the memory (inside its request) and keeps it
@@ -97,8 +100,9 @@ void um_proto_address_release(um_proto_t *proto, void *address);
 /* Drives UCX; returns the number of events processed. */
 int um_proto_progress(um_proto_t *proto);
 
+/* local: the peer runs on this node (small messages may go through shared memory). */
 um_proto_peer_t *um_proto_connect(um_proto_t *proto, const void *address, size_t length,
-                                  char *err, size_t errlen);
+                                  int local, char *err, size_t errlen);
 /* Flushes and closes the endpoints, progressing until they are closed. */
 void um_proto_disconnect(um_proto_t *proto, um_proto_peer_t **peers, size_t count);
 
@@ -119,6 +123,13 @@ typedef struct um_proto_fault_counts {
     uint64_t reserve_used; /* spare descriptors taken when the heap refused */
 } um_proto_faults_t;
 void um_proto_faults(um_proto_t *proto, um_proto_faults_t *faults);
+/* Shared-memory rings (shm_eager_limit): messages sent and received through
+ * them, rings this process writes to and reads from. */
+typedef struct um_proto_shm_count {
+    uint64_t sent, received;
+    uint32_t rings_out, rings_in;
+} um_proto_shm_counts_t;
+void um_proto_shm_stats(um_proto_t *proto, um_proto_shm_counts_t *counts);
 void um_proto_comm_dump(um_proto_t *proto, um_proto_comm_t *comm, FILE *out);
 const char *um_proto_backend(const um_proto_t *proto);
 

@@ -10,7 +10,7 @@
 namespace ubermatch::protocol {
 
 // Active-message ids of our UCX worker.
-enum : unsigned { kAmMessage = 1, kAmAck = 2 };
+enum : unsigned { kAmMessage = 1, kAmAck = 2, kAmShmOffer = 3, kAmShmReply = 4 };
 
 // WireHeader::flags
 enum : uint16_t { kFlagSync = 1 };
@@ -37,6 +37,18 @@ static_assert(sizeof(WireHeader) == 32, "the long header is two short ones");
 
 // The acknowledgement of a synchronous send: its header is the sender's SendOp.
 using AckHeader = uint64_t;
+
+// A sender offers its shared-memory ring (shm.h) to a receiver on the same
+// node: the header names it; the receiver answers with a ShmReply.
+struct ShmOffer {
+    uint32_t peer;  // the sender's peer id, returned in the reply
+    uint32_t cells; // ring size, checked against the mapping
+    char name[48];  // shm_open name, NUL-terminated
+};
+struct ShmReply {
+    uint32_t peer;
+    uint32_t ok; // 1: mapped, the sender may write; 0: keep to UCX
+};
 
 } // namespace ubermatch::protocol
 

@@ -1,0 +1,194 @@
+// Peers: UCX endpoints and, towards processes of the same node, the
+// shared-memory rings of shm.h (offered by the sender, mapped and polled by
+// the receiver). Nothing here may throw into UCX.
+#include "ompi/mca/pml/ubermatch/protocol/protocol.h"
+
+#include <cstring>
+#include <new>
+
+namespace ubermatch::protocol {
+
+namespace {
+
+// A reply or offer in flight: UCX reads the header until the send completes.
+template <typename H>
+struct Pending {
+    H header;
+};
+
+template <typename H>
+void pending_done(void *request, ucs_status_t, void *user_data) {
+    ucp_request_free(request);
+    delete static_cast<Pending<H> *>(user_data);
+}
+
+// Sends a small control message; false when it could not be sent (no memory
+// or a UCX error), which leaves the peer to UCX alone.
+template <typename H>
+bool send_control(ucp_ep_h ep, unsigned id, const H &header, uint32_t flags) {
+    auto *p = new (std::nothrow) Pending<H>{header};
+    if (p == nullptr) {
+        return false;
+    }
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send = pending_done<H>;
+    param.user_data = p;
+    param.flags = flags;
+    void *req = ucp_am_send_nbx(ep, id, &p->header, sizeof p->header, nullptr, 0, &param);
+    if (UCS_PTR_IS_PTR(req)) {
+        return true;
+    }
+    delete p;
+    return !UCS_PTR_IS_ERR(req);
+}
+
+} // namespace
+
+Peer *Protocol::connect(const void *address, size_t length, bool local, std::string &err) {
+    (void)length;
+    ucp_ep_params_t ep_params{};
+    ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ep_params.address = static_cast<const ucp_address_t *>(address);
+    ucp_ep_h ep = nullptr;
+    const ucs_status_t status = ucp_ep_create(worker_, &ep_params, &ep);
+    if (status != UCS_OK) {
+        err = std::string("ucp_ep_create: ") + ucs_status_string(status);
+        return nullptr;
+    }
+    try {
+        auto peer = std::make_unique<Peer>();
+        peer->ep = ep;
+        peer->ring = nullptr;
+        peer->id = static_cast<uint32_t>(peers_.size());
+        peer->shm = (local && shm_limit_ > 0 && !thread_multiple_) ? Peer::kWanted : Peer::kNoRing;
+        peers_.push_back(std::move(peer));
+        return peers_.back().get();
+    } catch (const std::bad_alloc &) {
+        err = "no memory for a peer";
+        ucp_ep_destroy(ep);
+        return nullptr;
+    }
+}
+
+void Protocol::disconnect(Peer **peers, size_t count) {
+    std::vector<void *> pending;
+    for (size_t i = 0; i < count; ++i) {
+        Peer *peer = peers[i];
+        if (peer == nullptr || peer->ep == nullptr) {
+            continue;
+        }
+        ucp_request_param_t param{};
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = 0; // flush what is in flight, then close
+        void *req = ucp_ep_close_nbx(peer->ep, &param);
+        if (UCS_PTR_IS_PTR(req)) {
+            pending.push_back(req);
+        }
+        peer->ep = nullptr;
+        // The ring stays mapped (and the Peer alive) until the end: a reply
+        // may still name it, and the receiver may still be reading.
+        peer->shm = Peer::kNoRing;
+        peer->ring = nullptr;
+    }
+    for (void *req : pending) {
+        while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+            ucp_worker_progress(worker_);
+        }
+        ucp_request_free(req);
+    }
+}
+
+// First small message to a peer of this node: make a ring and offer it. The
+// message itself, and the next ones until the reply, go through UCX.
+void Protocol::offer(Peer &peer) noexcept {
+    peer.shm = Peer::kNoRing; // unless all goes well below
+    std::string err;
+    std::unique_ptr<shm::Sender> ring(new (std::nothrow) shm::Sender(shm::kDefaultCells, err));
+    if (ring == nullptr || !err.empty() || ring->name().size() >= sizeof(ShmOffer::name)) {
+        return; // no shared memory here (e.g. /dev/shm full): UCX carries everything
+    }
+    ShmOffer o{};
+    o.peer = peer.id;
+    o.cells = shm::kDefaultCells;
+    std::memcpy(o.name, ring->name().c_str(), ring->name().size() + 1);
+    if (!send_control(peer.ep, kAmShmOffer, o, UCP_AM_SEND_FLAG_REPLY)) {
+        return;
+    }
+    peer.offered = std::move(ring);
+    peer.shm = Peer::kOffered;
+}
+
+ucs_status_t Protocol::am_shm_offer_cb(void *arg, const void *header, size_t header_length, void *,
+                                       size_t, const ucp_am_recv_param_t *param) {
+    if (header_length != sizeof(ShmOffer) || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+        return UCS_OK;
+    }
+    ShmOffer o;
+    std::memcpy(&o, header, sizeof o);
+    static_cast<Protocol *>(arg)->map_ring(o, param->reply_ep);
+    return UCS_OK;
+}
+
+void Protocol::map_ring(const ShmOffer &o, ucp_ep_h reply_ep) noexcept {
+    ShmReply reply{o.peer, 0};
+    // With threads, progress runs under a gate that polls UCX only: refuse,
+    // and the sender keeps to UCX.
+    if (!thread_multiple_ && std::memchr(o.name, '\0', sizeof o.name) != nullptr) {
+        std::string err;
+        std::unique_ptr<shm::Receiver> ring(new (std::nothrow) shm::Receiver(o.name, err));
+        if (ring != nullptr && err.empty()) {
+            try {
+                inbound_.push_back(std::move(ring));
+                reply.ok = 1;
+                ++shm_counts_.rings_in;
+            } catch (const std::bad_alloc &) {
+            }
+        }
+    }
+    send_control(reply_ep, kAmShmReply, reply, 0);
+}
+
+ucs_status_t Protocol::am_shm_reply_cb(void *arg, const void *header, size_t header_length, void *,
+                                       size_t, const ucp_am_recv_param_t *) {
+    auto *self = static_cast<Protocol *>(arg);
+    ShmReply r;
+    if (header_length != sizeof r) {
+        return UCS_OK;
+    }
+    std::memcpy(&r, header, sizeof r);
+    if (r.peer >= self->peers_.size()) {
+        return UCS_OK;
+    }
+    Peer &peer = *self->peers_[r.peer];
+    if (peer.shm == Peer::kOffered) {
+        if (r.ok == 1) {
+            peer.ring = peer.offered.get();
+            peer.shm = Peer::kReady;
+            ++self->shm_counts_.rings_out;
+        } else {
+            peer.offered->unlink();
+            peer.shm = Peer::kNoRing;
+        }
+    }
+    return UCS_OK;
+}
+
+int Protocol::poll_rings() noexcept {
+    if (polling_) {
+        return 0;
+    }
+    polling_ = true;
+    int n = 0;
+    for (auto &ring : inbound_) {
+        n += ring->poll(64, [this](const shm::RecordHeader &r, const void *payload) {
+            ring_arrival(r, payload);
+        });
+    }
+    polling_ = false;
+    shm_counts_.received += static_cast<uint64_t>(n);
+    return n;
+}
+
+} // namespace ubermatch::protocol

@@ -1,0 +1,122 @@
+// Making, mapping and removing the shared-memory rings of shm.h.
+#include "ompi/mca/pml/ubermatch/protocol/shm.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace ubermatch::protocol::shm {
+
+namespace {
+
+std::string errno_text(const char *what, const std::string &name) {
+    return std::string(what) + " " + name + ": " + std::strerror(errno);
+}
+
+std::atomic<unsigned> next_ring{0};
+
+} // namespace
+
+Sender::Sender(uint32_t cells, std::string &err) : cells_(cells), mask_(cells - 1) {
+    err.clear();
+    if (cells < 64 || (cells & (cells - 1)) != 0) {
+        err = "ring size must be a power of two of at least 64 cells";
+        return;
+    }
+    const size_t bytes = segment_bytes(cells);
+    int fd = -1;
+    // The name is this process's and a counter; one left by a process that
+    // died with our pid is replaced.
+    for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
+        name_ = "/ubermatch." + std::to_string(getpid()) + "." + std::to_string(next_ring++);
+        fd = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0 && errno == EEXIST) {
+            shm_unlink(name_.c_str());
+            fd = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+        }
+    }
+    if (fd < 0) {
+        err = errno_text("shm_open", name_);
+        return;
+    }
+    linked_ = true;
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+        err = errno_text("ftruncate", name_);
+        close(fd);
+        unlink();
+        return;
+    }
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        err = errno_text("mmap", name_);
+        unlink();
+        return;
+    }
+    seg_ = static_cast<Segment *>(p); // zero-filled by ftruncate: every stamp 0, tail 0
+    seg_->control.cells = cells;
+    seg_->control.header_bytes = sizeof(RecordHeader);
+    std::atomic_thread_fence(std::memory_order_release);
+    seg_->control.magic = kMagic;
+}
+
+Sender::~Sender() {
+    if (seg_ != nullptr) {
+        munmap(seg_, segment_bytes(cells_));
+    }
+    unlink();
+}
+
+void Sender::unlink() {
+    if (linked_) {
+        shm_unlink(name_.c_str()); // ENOENT once the receiver took it: fine
+        linked_ = false;
+    }
+}
+
+Receiver::Receiver(const std::string &name, std::string &err) {
+    err.clear();
+    const int fd = shm_open(name.c_str(), O_RDWR, 0);
+    if (fd < 0) {
+        err = errno_text("shm_open", name);
+        return;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(Segment)) {
+        err = "ring " + name + " is too small";
+        close(fd);
+        return;
+    }
+    bytes_ = static_cast<size_t>(st.st_size);
+    void *p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        err = errno_text("mmap", name);
+        return;
+    }
+    shm_unlink(name.c_str()); // both ends have it: nothing is left behind if either dies
+    seg_ = static_cast<Segment *>(p);
+    const Control &c = seg_->control;
+    if (c.magic != kMagic || c.header_bytes != sizeof(RecordHeader) || c.cells < 64 ||
+        (c.cells & (c.cells - 1)) != 0 || segment_bytes(c.cells) != bytes_) {
+        err = "ring " + name + " is not an ubermatch ring of this version";
+        munmap(seg_, bytes_);
+        seg_ = nullptr;
+        return;
+    }
+    cells_ = c.cells;
+    mask_ = cells_ - 1;
+}
+
+Receiver::~Receiver() {
+    if (seg_ != nullptr) {
+        munmap(seg_, bytes_);
+    }
+}
+
+} // namespace ubermatch::protocol::shm

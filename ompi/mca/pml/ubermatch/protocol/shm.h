@@ -1,0 +1,196 @@
+// Shared-memory rings between processes of one node: the eager path of
+// small messages, beside UCX.
+//
+// Why: UCX's own active-message floor on this machine is above ob1's whole
+// 8 B latency and below pml_ucx's message rate (docs/message-path.md), so no
+// rework of our path through UCX can meet either. A ring per (sender,
+// receiver) pair that the sender writes and the receiver polls costs one
+// cache line per small message each way.
+//
+// The sender makes the ring (a file in /dev/shm), offers it to the receiver
+// over UCX and uses it once the receiver has mapped it and said so; until
+// then, when the ring is full, for synchronous sends and for larger messages
+// it sends through UCX. Order between the two paths is the per-peer sequence
+// number's business (arrival.cc), as for any out-of-sequence arrival.
+//
+// Layout: a control line, the receiver's tail in a line of its own, then
+// 64-byte cells. A record is a RecordHeader and its payload over one or more
+// cells; one that would run past the end is preceded by a pad record to the
+// end. A record is published by storing its stamp (its position + 1) last;
+// the receiver clears the stamp of every cell it consumed before it moves the
+// tail, so that a stamp is never read from old payload. It does both every
+// kPublish cells, not per record: a line the sender is about to write again
+// is then not pulled back to the receiver's cache for each message.
+#ifndef UBERMATCH_PROTOCOL_SHM_H
+#define UBERMATCH_PROTOCOL_SHM_H
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "ompi/mca/pml/ubermatch/protocol/wire.h"
+
+namespace ubermatch::protocol::shm {
+
+constexpr size_t kCell = 64;
+constexpr uint64_t kMagic = 0x756265726d736831ull; // "ubermsh1"
+constexpr uint32_t kPad = UINT32_MAX;               // RecordHeader::length of a pad record
+constexpr uint32_t kDefaultCells = 4096;            // 256 KiB per ring
+constexpr uint64_t kPublish = 32;                   // cells consumed between tail updates
+
+struct Control {
+    uint64_t magic;
+    uint32_t cells;
+    uint32_t header_bytes; // sizeof(RecordHeader), a check that both ends agree
+};
+
+struct alignas(kCell) Tail {
+    std::atomic<uint64_t> position; // cells the receiver has consumed
+};
+
+struct RecordHeader {
+    std::atomic<uint64_t> stamp; // position + 1 when published, 0 when free
+    uint32_t length;             // payload bytes, or kPad
+    uint32_t reserved;
+    uint32_t cid;
+    int32_t source;
+    int32_t tag;
+    uint32_t seq;
+    uint16_t coll;
+    uint16_t flags;
+    uint32_t reserved2;
+};
+static_assert(sizeof(RecordHeader) == 40, "an 8-byte message fits one cell");
+
+// The mapped segment's head; the cells follow it.
+struct Segment {
+    Control control;
+    alignas(kCell) Tail tail;
+    unsigned char *cells() { return reinterpret_cast<unsigned char *>(this) + sizeof(Segment); }
+};
+static_assert(sizeof(Segment) == 2 * kCell, "control and tail lines, then the cells");
+
+inline size_t cells_for(size_t payload) {
+    return (sizeof(RecordHeader) + payload + kCell - 1) / kCell;
+}
+inline size_t segment_bytes(uint32_t cells) { return sizeof(Segment) + size_t{cells} * kCell; }
+
+// Largest payload a ring of `cells` cells carries: a quarter of it, so that a
+// full-size record always finds room once the receiver keeps up.
+inline size_t max_payload(uint32_t cells) { return size_t{cells} / 4 * kCell - sizeof(RecordHeader); }
+
+// The sender's end. Not thread-safe: one sending thread (the protocol uses
+// rings only without MPI_THREAD_MULTIPLE on the sending side).
+class Sender {
+public:
+    // Creates and maps a new ring; empty `err` on success.
+    Sender(uint32_t cells, std::string &err);
+    ~Sender();
+    Sender(const Sender &) = delete;
+    Sender &operator=(const Sender &) = delete;
+
+    const std::string &name() const { return name_; }
+    void unlink(); // the receiver did not map it (it unlinks it when it does)
+
+    // False when the ring has no room now (the caller sends through UCX).
+    bool push(const WireHeader &h, const void *data, size_t length) {
+        const size_t need = cells_for(length);
+        size_t index = static_cast<size_t>(head_ & mask_);
+        const size_t pad = index + need > cells_ ? cells_ - index : 0;
+        if (head_ + pad + need - tail_ > cells_) {
+            tail_ = seg_->tail.position.load(std::memory_order_acquire);
+            if (head_ + pad + need - tail_ > cells_) {
+                return false;
+            }
+        }
+        if (pad != 0) {
+            RecordHeader *p = record(index);
+            p->length = kPad;
+            p->stamp.store(head_ + 1, std::memory_order_release);
+            head_ += pad;
+            index = 0;
+        }
+        RecordHeader *r = record(index);
+        r->length = static_cast<uint32_t>(length);
+        r->cid = h.cid;
+        r->source = h.source;
+        r->tag = h.tag;
+        r->seq = h.seq;
+        r->coll = h.coll;
+        r->flags = h.flags;
+        if (length != 0) { // data may be null then
+            std::memcpy(reinterpret_cast<unsigned char *>(r) + sizeof *r, data, length);
+        }
+        r->stamp.store(head_ + 1, std::memory_order_release);
+        head_ += need;
+        return true;
+    }
+
+private:
+    RecordHeader *record(size_t index) {
+        return reinterpret_cast<RecordHeader *>(seg_->cells() + index * kCell);
+    }
+    Segment *seg_ = nullptr;
+    uint32_t cells_ = 0;
+    uint64_t mask_ = 0;
+    uint64_t head_ = 0;
+    uint64_t tail_ = 0; // last tail read
+    std::string name_;
+    bool linked_ = false;
+};
+
+// The receiver's end.
+class Receiver {
+public:
+    // Maps the ring `name` and unlinks it; empty `err` on success.
+    Receiver(const std::string &name, std::string &err);
+    ~Receiver();
+    Receiver(const Receiver &) = delete;
+    Receiver &operator=(const Receiver &) = delete;
+
+    // Hands up to `budget` records to f(const RecordHeader &, const void *payload)
+    // in ring order; returns how many.
+    template <typename F>
+    int poll(int budget, F &&f) {
+        int n = 0;
+        while (n < budget) {
+            RecordHeader *r = record(static_cast<size_t>(pos_ & mask_));
+            if (r->stamp.load(std::memory_order_acquire) != pos_ + 1) {
+                break;
+            }
+            size_t used;
+            if (r->length == kPad) {
+                used = cells_ - static_cast<size_t>(pos_ & mask_);
+            } else {
+                used = cells_for(r->length);
+                f(*r, static_cast<const void *>(reinterpret_cast<unsigned char *>(r) + sizeof *r));
+                ++n;
+            }
+            pos_ += used;
+        }
+        if (pos_ - published_ >= kPublish) {
+            for (; published_ != pos_; ++published_) {
+                record(static_cast<size_t>(published_ & mask_))->stamp.store(0, std::memory_order_relaxed);
+            }
+            seg_->tail.position.store(pos_, std::memory_order_release);
+        }
+        return n;
+    }
+
+private:
+    RecordHeader *record(size_t index) {
+        return reinterpret_cast<RecordHeader *>(seg_->cells() + index * kCell);
+    }
+    Segment *seg_ = nullptr;
+    size_t bytes_ = 0;
+    uint32_t cells_ = 0;
+    uint64_t mask_ = 0;
+    uint64_t pos_ = 0;       // next cell to read
+    uint64_t published_ = 0; // cells cleared and given back to the sender
+};
+
+} // namespace ubermatch::protocol::shm
+
+#endif

@@ -1,0 +1,154 @@
+// The shared-memory ring (protocol/shm.h) alone: records of every size,
+// wrap-around, a full ring, old payload that looks like a stamp, and a
+// segment that is not ours.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <deque>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ompi/mca/pml/ubermatch/protocol/shm.h"
+
+using namespace ubermatch::protocol;
+
+namespace {
+
+constexpr uint32_t kCells = 256;
+
+struct Sent {
+    uint32_t seq;
+    std::vector<unsigned char> payload;
+};
+
+// A payload for a record that starts at cell `start`: where each later cell
+// of the record begins, the stamp a record starting there one lap later
+// would carry. Were a stamp ever read from old payload instead of a record
+// header, a record would seem to arrive early, and its check would fail.
+std::vector<unsigned char> poisoned(size_t n, uint64_t start, std::mt19937_64 &rng) {
+    std::vector<unsigned char> p(n);
+    for (auto &b : p) {
+        b = static_cast<unsigned char>(rng());
+    }
+    for (size_t j = 1;; ++j) {
+        const size_t at = j * shm::kCell - sizeof(shm::RecordHeader);
+        if (at + 8 > n) {
+            break;
+        }
+        const uint64_t stamp = start + j + kCells + 1;
+        std::memcpy(&p[at], &stamp, 8);
+    }
+    return p;
+}
+
+// Where the sender puts its next record of n bytes (as Sender::push does).
+uint64_t start_of(uint64_t head, size_t n) {
+    const size_t need = shm::cells_for(n);
+    const size_t index = head % kCells;
+    return index + need > kCells ? head + (kCells - index) : head;
+}
+
+} // namespace
+
+TEST_CASE("ring: records of every size arrive whole and in order over many laps", "[shm]") {
+    std::string err;
+    shm::Sender tx(kCells, err);
+    REQUIRE(err.empty());
+    shm::Receiver rx(tx.name(), err);
+    INFO(err);
+    REQUIRE(err.empty());
+
+    std::mt19937_64 rng(42);
+    const size_t max = shm::max_payload(kCells);
+    std::deque<Sent> in_flight;
+    uint32_t next_seq = 0;
+    uint64_t head = 0; // the sender's position, mirrored
+    uint64_t received = 0;
+    uint64_t refused = 0;
+    auto check = [&](const shm::RecordHeader &r, const void *payload) {
+        REQUIRE_FALSE(in_flight.empty());
+        const Sent &s = in_flight.front();
+        REQUIRE(r.seq == s.seq);
+        REQUIRE(r.length == s.payload.size());
+        REQUIRE(r.cid == 7);
+        REQUIRE(r.tag == static_cast<int32_t>(s.seq % 1000));
+        REQUIRE(std::memcmp(payload, s.payload.data(), s.payload.size()) == 0);
+        in_flight.pop_front();
+        ++received;
+    };
+    while (received < 20000) {
+        // Bursts of sends, then a partial drain: the ring fills, wraps and refuses.
+        const int burst = static_cast<int>(rng() % 40);
+        for (int i = 0; i < burst; ++i) {
+            size_t n = rng() % 4 == 0 ? rng() % (max + 1) : rng() % 200;
+            const uint64_t start = start_of(head, n);
+            auto payload = poisoned(n, start, rng);
+            WireHeader h{7, 1, static_cast<int32_t>(next_seq % 1000), next_seq, 0, 0, 0, 0};
+            if (tx.push(h, payload.data(), n)) {
+                head = start + shm::cells_for(n);
+                in_flight.push_back({next_seq++, std::move(payload)});
+            } else {
+                ++refused;
+            }
+        }
+        rx.poll(static_cast<int>(rng() % 50), check);
+    }
+    while (!in_flight.empty()) {
+        REQUIRE(rx.poll(64, check) > 0);
+    }
+    CHECK(rx.poll(64, check) == 0);
+    CHECK(refused > 0); // the full ring was exercised
+}
+
+TEST_CASE("ring: a full ring refuses, and takes again once the receiver has read", "[shm]") {
+    std::string err;
+    shm::Sender tx(kCells, err);
+    REQUIRE(err.empty());
+    shm::Receiver rx(tx.name(), err);
+    REQUIRE(err.empty());
+    const WireHeader h{1, 0, 5, 0, 0, 0, 0, 0};
+    const unsigned char byte = 0xab;
+    uint32_t pushed = 0;
+    while (tx.push(h, &byte, 1)) {
+        ++pushed;
+    }
+    CHECK(pushed == kCells); // one cell per record: exactly the ring
+    int got = 0;
+    auto count = [&](const shm::RecordHeader &r, const void *p) {
+        CHECK(r.length == 1);
+        CHECK(*static_cast<const unsigned char *>(p) == 0xab);
+        ++got;
+    };
+    CHECK(rx.poll(10, count) == 10);
+    CHECK_FALSE(tx.push(h, &byte, 1)); // 10 read, but not yet given back (kPublish)
+    while (rx.poll(64, count) > 0) {
+    }
+    CHECK(got == static_cast<int>(kCells));
+    CHECK(tx.push(h, &byte, 1));
+    CHECK(rx.poll(64, count) == 1);
+}
+
+TEST_CASE("ring: a segment that is not an ubermatch ring is refused", "[shm]") {
+    const std::string name = "/ubermatch-test-foreign." + std::to_string(getpid());
+    const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(ftruncate(fd, static_cast<off_t>(shm::segment_bytes(kCells))) == 0);
+    void *p = mmap(nullptr, shm::segment_bytes(kCells), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    REQUIRE(p != MAP_FAILED);
+    std::memset(p, 0x5a, sizeof(shm::Segment)); // wrong magic
+    munmap(p, shm::segment_bytes(kCells));
+    close(fd);
+    std::string err;
+    shm::Receiver rx(name, err);
+    CHECK(err.find("not an ubermatch ring") != std::string::npos);
+    shm::Receiver missing("/ubermatch-test-missing." + std::to_string(getpid()), err);
+    CHECK(err.find("shm_open") != std::string::npos);
+    shm::Sender bad(100, err); // not a power of two
+    CHECK(err.find("power of two") != std::string::npos);
+}
