@@ -3,14 +3,17 @@
 # 64) and bandwidth at every power of two from 1 B to 4 MiB, for ob1, pml_ucx,
 # ubermatch `auto` and `list`, beside UCX's own floor (ucx_perftest: UCP
 # active messages, what ubermatch sends, and UCP tag matching, what pml_ucx
-# sends). The successor of compare-pmls.sh for issue 12.
+# sends). The successor of compare-pmls.sh for issue 12. um-ucx is ubermatch
+# auto with its shared-memory rings off (pml_ubermatch_shm_eager_limit 0): the
+# path through UCX alone. `backends` measures the 8 B rate (depth 0) of every
+# full-matching backend.
 #
 #   bash bench/mpi/message-path.sh [--out DIR] [--quick] [--wait-idle S] [--configs "..."]
 #
 #   --out DIR      CSV, markdown and one PNG per measure into DIR (default docs/perf)
 #   --quick        sizes 1, 8, 64, 4K, 64K, 1M only, shorter timing (about 1 minute)
 #   --wait-idle S  before each run, wait up to S s for the CPUs to be >= 90% idle
-#   --configs ".." a subset of: ob1 ucx um-auto um-list am-floor tag-floor
+#   --configs ".." a subset of: ob1 ucx um-auto um-list um-ucx am-floor tag-floor backends
 # Every mpirun: 2 ranks, --bind-to none, oversubscribed; p2p_bench (built here
 # into build/bench-mpi) times each size for about --time seconds over 3
 # repetitions and reports the median. Ratios: ubermatch auto over the better
@@ -22,7 +25,7 @@ top=$(pwd)
 out=docs/perf
 quick=0
 wait_idle=0
-configs="ob1 ucx um-auto um-list am-floor tag-floor"
+configs="ob1 ucx um-auto um-list um-ucx am-floor tag-floor backends"
 while [ $# -gt 0 ]; do
     case $1 in
     --out) out=$2; shift 2 ;;
@@ -34,8 +37,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 for c in $configs; do
-    case $c in ob1 | ucx | um-auto | um-list | am-floor | tag-floor) ;;
-    *) echo "message-path.sh: unknown configuration '$c' (valid: ob1 ucx um-auto um-list am-floor tag-floor)" >&2; exit 2 ;;
+    case $c in ob1 | ucx | um-auto | um-list | um-ucx | am-floor | tag-floor | backends) ;;
+    *) echo "message-path.sh: unknown configuration '$c' (valid: ob1 ucx um-auto um-list um-ucx am-floor tag-floor backends)" >&2; exit 2 ;;
     esac
 done
 
@@ -67,6 +70,7 @@ pml_args() {
     case $1 in
     um-auto) um_pml_args ubermatch:auto ;;
     um-list) um_pml_args ubermatch:list ;;
+    um-ucx) echo "$(um_pml_args ubermatch:auto) --mca pml_ubermatch_shm_eager_limit 0" ;;
     *) um_pml_args "$1" ;;
     esac
 }
@@ -75,6 +79,17 @@ csv=$out/message-path.csv
 echo "config,measure,size,value" >"$csv"
 start=$SECONDS
 for c in $configs; do
+    if [ "$c" = backends ]; then
+        for b in $(build/examples/engine_demo --list-backends); do
+            settle
+            # shellcheck disable=SC2046 # the PML's arguments are words
+            cmd=(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none $(um_pml_args "ubermatch:$b")
+                "$bin" --reps 3 --time "$time_s" rate 8)
+            echo "[$((SECONDS - start)) s] backend $b, 8 B rate: ${cmd[*]}, CPUs ${idle}% idle" >&2
+            timeout 300 "${cmd[@]}" 2>/dev/null | awk -v c="backend:$b" -F'[ =]' '/^mode=/ { printf "%s,%s,%s,%s\n", c, $2, $4, $6 }' >>"$csv"
+        done
+        continue
+    fi
     for m in latency rate bw; do
         settle
         case $c in
@@ -127,7 +142,7 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 v = defaultdict(dict)
 for r in rows:
     v[(r['config'], r['measure'])][int(r['size'])] = float(r['value'])
-configs = [c for c in ['ob1', 'ucx', 'um-auto', 'um-list', 'am-floor', 'tag-floor'] if any(k[0] == c for k in v)]
+configs = [c for c in ['ob1', 'ucx', 'um-auto', 'um-list', 'um-ucx', 'am-floor', 'tag-floor'] if any(k[0] == c for k in v)]
 units = {'latency': 'us, one-way, lower is better', 'rate': 'msg/s, window of 64', 'bw': 'MB/s, window of 64'}
 def fmt(x, m):
     if x is None: return 'n/a'
@@ -151,6 +166,18 @@ for m in ['latency', 'rate', 'bw']:
             ratio = f'{um / best:.2f}'
         label = f'{s // 1048576} MiB' if s >= 1048576 else f'{s // 1024} KiB' if s >= 1024 else f'{s} B'
         out.append(f'| {label} | ' + ' | '.join(cells) + f' | {ratio} |')
+    out.append('')
+backends = sorted(c for (c, m) in v if c.startswith('backend:'))
+if backends:
+    ucx = v[('ucx', 'rate')].get(8)
+    ob1 = v[('ob1', 'rate')].get(8)
+    out.append('### 8 B rate at depth 0, every backend (msg/s, window of 64)\n')
+    out.append('| backend | rate | / pml_ucx | / ob1 |')
+    out.append('| --- | ---: | ---: | ---: |')
+    for c in backends:
+        r = v[(c, 'rate')].get(8)
+        rel = lambda base: f'{r / base:.2f}' if r and base else 'n/a'
+        out.append(f'| {c[8:]} | {fmt(r, "rate")} | {rel(ucx)} | {rel(ob1)} |')
     out.append('')
 out.append(f'CPUs at least {sys.argv[3]}% idle before each run (2 cores; below 90 the numbers are skewed).')
 open(sys.argv[2], 'w').write('\n'.join(out) + '\n')
