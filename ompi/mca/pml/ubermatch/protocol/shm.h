@@ -69,6 +69,7 @@ struct Segment {
     Control control;
     alignas(kCell) Tail tail;
     unsigned char *cells() { return reinterpret_cast<unsigned char *>(this) + sizeof(Segment); }
+    RecordHeader *at(size_t index) { return reinterpret_cast<RecordHeader *>(cells() + index * kCell); }
 };
 static_assert(sizeof(Segment) == 2 * kCell, "control and tail lines, then the cells");
 
@@ -106,13 +107,13 @@ public:
             }
         }
         if (pad != 0) {
-            RecordHeader *p = record(index);
+            RecordHeader *p = seg_->at(index);
             p->length = kPad;
             p->stamp.store(head_ + 1, std::memory_order_release);
             head_ += pad;
             index = 0;
         }
-        RecordHeader *r = record(index);
+        RecordHeader *r = seg_->at(index);
         r->length = static_cast<uint32_t>(length);
         r->cid = h.cid;
         r->source = h.source;
@@ -129,9 +130,6 @@ public:
     }
 
 private:
-    RecordHeader *record(size_t index) {
-        return reinterpret_cast<RecordHeader *>(seg_->cells() + index * kCell);
-    }
     Segment *seg_ = nullptr;
     uint32_t cells_ = 0;
     uint64_t mask_ = 0;
@@ -156,7 +154,7 @@ public:
     int poll(int budget, F &&f) {
         int n = 0;
         while (n < budget) {
-            RecordHeader *r = record(static_cast<size_t>(pos_ & mask_));
+            RecordHeader *r = seg_->at(static_cast<size_t>(pos_ & mask_));
             if (r->stamp.load(std::memory_order_acquire) != pos_ + 1) {
                 break;
             }
@@ -172,7 +170,7 @@ public:
         }
         if (pos_ - published_ >= kPublish) {
             for (; published_ != pos_; ++published_) {
-                record(static_cast<size_t>(published_ & mask_))->stamp.store(0, std::memory_order_relaxed);
+                seg_->at(static_cast<size_t>(published_ & mask_))->stamp.store(0, std::memory_order_relaxed);
             }
             seg_->tail.position.store(pos_, std::memory_order_release);
         }
@@ -180,9 +178,6 @@ public:
     }
 
 private:
-    RecordHeader *record(size_t index) {
-        return reinterpret_cast<RecordHeader *>(seg_->cells() + index * kCell);
-    }
     Segment *seg_ = nullptr;
     size_t bytes_ = 0;
     uint32_t cells_ = 0;
