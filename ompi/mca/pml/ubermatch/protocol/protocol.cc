@@ -52,6 +52,14 @@ void Protocol::start() {
             }
         }
     }
+    // UCX 1.13's automatic rendezvous scheme for active messages gave 0.89-0.96
+    // of pml_ucx's bandwidth at 256-512 KiB here; a get by the receiver (what
+    // the tag API does between processes of a node) gave 0.98-1.12
+    // (docs/message-path.md). Where no get is possible UCX falls back by
+    // itself. Unless the user chose.
+    if (std::getenv("UCX_RNDV_SCHEME") == nullptr) {
+        ucp_config_modify(config, "RNDV_SCHEME", "get_zcopy");
+    }
     // Threads waiting in progress starve a sending thread of UCX's default
     // spinlock (seen over TCP, where progress holds it through a system call):
     // ask for its mutex, unless the user chose.
