@@ -71,15 +71,17 @@ bool Protocol::route(Message *msg, Actions &actions, bool ucx_owns) {
 }
 
 // A record of a shared-memory ring: as an eager UCX arrival, with the
-// payload valid until this returns.
-void Protocol::ring_arrival(const shm::RecordHeader &r, const void *payload) noexcept {
+// payload valid until this returns. Unlike UCX's data, a record can wait:
+// with no descriptor to hold it, it stays in the ring (false) and the sender
+// is held back by the ring's space instead of the message being dropped. It
+// leaves the reserve to UCX's arrivals, which cannot wait.
+bool Protocol::ring_arrival(const shm::RecordHeader &r, const void *payload) noexcept {
     Actions actions;
     {
         Guard guard(*this);
-        Message *msg = messages_.get(inject_failure());
+        Message *msg = messages_.get_unreserved(inject_failure());
         if (UM_UNLIKELY(msg == nullptr)) {
-            ++dropped_;
-            return;
+            return false;
         }
         msg->hdr = WireHeader{r.cid, r.source, r.tag, r.seq, r.coll, r.flags, 0, 0};
         msg->length = r.length;
@@ -91,6 +93,7 @@ void Protocol::ring_arrival(const shm::RecordHeader &r, const void *payload) noe
         route(msg, actions, false);
     }
     run(actions);
+    return true;
 }
 
 bool Protocol::hold_unknown(Message *msg) noexcept {

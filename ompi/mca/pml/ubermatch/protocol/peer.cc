@@ -183,7 +183,7 @@ int Protocol::poll_rings() noexcept {
     int n = 0;
     for (auto &ring : inbound_) {
         n += ring->poll(64, [this](const shm::RecordHeader &r, const void *payload) {
-            ring_arrival(r, payload);
+            return ring_arrival(r, payload);
         });
     }
     polling_ = false;

@@ -140,8 +140,18 @@ int Protocol::progress_shared() {
         return 0;
     }
     const int events = static_cast<int>(ucp_worker_progress(worker_));
+    top_up_reserve();
     progressing_.store(false, std::memory_order_release);
     return events;
+}
+
+// The reserve stands in for failed allocations inside UCX's callbacks, where
+// an arrival cannot wait; refilled here, it covers each burst anew, so that
+// only memory exhausted for a whole burst drops a message (counted).
+void Protocol::top_up_reserve() noexcept {
+    Guard guard(*this);
+    while (messages_.short_of_reserve() && messages_.add_reserve(inject_failure())) {
+    }
 }
 
 // --- communicators ---------------------------------------------------------

@@ -68,14 +68,18 @@ public:
             delete m;
         }
     }
-    // nullptr only when the heap and the reserve are both exhausted.
-    Message *get(bool fail) noexcept {
+    // Without the reserve: for an arrival that can wait (a ring's record).
+    Message *get_unreserved(bool fail) noexcept {
         if (!free_.empty()) {
             Message *m = free_.back();
             free_.pop_back();
             return m;
         }
-        Message *m = fail ? nullptr : new (std::nothrow) Message;
+        return fail ? nullptr : new (std::nothrow) Message;
+    }
+    // nullptr only when the heap and the reserve are both exhausted.
+    Message *get(bool fail) noexcept {
+        Message *m = get_unreserved(fail);
         if (m == nullptr && !reserve_.empty()) {
             m = reserve_.back();
             reserve_.pop_back();
@@ -93,6 +97,22 @@ public:
         }
     }
     uint64_t reserve_used() const { return reserve_used_; }
+    bool short_of_reserve() const { return reserve_.size() < kReserve; }
+    // One descriptor back into the reserve (outside UCX's callbacks, where
+    // a burst of arrivals may have emptied it); false when none could be had.
+    bool add_reserve(bool fail) noexcept {
+        Message *m = nullptr;
+        if (!free_.empty()) {
+            m = free_.back();
+            free_.pop_back();
+        } else if (!fail) {
+            m = new (std::nothrow) Message;
+        }
+        if (m != nullptr) {
+            reserve_.push_back(m);
+        }
+        return m != nullptr;
+    }
 
 private:
     static constexpr size_t kKeep = 1024;
@@ -186,11 +206,15 @@ public:
         if (!thread_multiple_) {
             // A ring that delivered keeps UCX waiting a few rounds (it
             // carries what little UCX has then: larger and synchronous sends).
-            const int n = inbound_.empty() ? 0 : poll_rings();
+            int n = inbound_.empty() ? 0 : poll_rings();
             if (n > 0 && (++ring_rounds_ & 7) != 0) {
                 return n;
             }
-            return n + static_cast<int>(ucp_worker_progress(worker_));
+            n += static_cast<int>(ucp_worker_progress(worker_));
+            if (UM_UNLIKELY(messages_.short_of_reserve())) {
+                top_up_reserve();
+            }
+            return n;
         }
         return progress_shared();
     }
@@ -259,11 +283,12 @@ private:
     void offer(Peer &peer) noexcept;
     void map_ring(const ShmOffer &offer, ucp_ep_h reply_ep) noexcept;
     int poll_rings() noexcept;
-    void ring_arrival(const shm::RecordHeader &r, const void *payload) noexcept;
+    bool ring_arrival(const shm::RecordHeader &r, const void *payload) noexcept;
     // Under the lock: a message whose fields are set goes to its communicator
     // (or waits for it). True when it was kept.
     bool route(Message *msg, Actions &actions, bool ucx_owns);
     int progress_shared();
+    void top_up_reserve() noexcept;
     static void send_cb(void *request, ucs_status_t status, void *user_data);
     static void ack_sent_cb(void *request, ucs_status_t status, void *user_data);
     static void rndv_cb(void *request, ucs_status_t status, size_t length, void *user_data);

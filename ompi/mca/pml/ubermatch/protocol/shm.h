@@ -149,7 +149,8 @@ public:
     Receiver &operator=(const Receiver &) = delete;
 
     // Hands up to `budget` records to f(const RecordHeader &, const void *payload)
-    // in ring order; returns how many.
+    // in ring order; returns how many. A record that f refuses (returns false:
+    // nothing to keep it in now) stays first in the ring for the next poll.
     template <typename F>
     int poll(int budget, F &&f) {
         int n = 0;
@@ -162,8 +163,10 @@ public:
             if (r->length == kPad) {
                 used = cells_ - static_cast<size_t>(pos_ & mask_);
             } else {
+                if (!f(*r, static_cast<const void *>(reinterpret_cast<unsigned char *>(r) + sizeof *r))) {
+                    break;
+                }
                 used = cells_for(r->length);
-                f(*r, static_cast<const void *>(reinterpret_cast<unsigned char *>(r) + sizeof *r));
                 ++n;
             }
             pos_ += used;
