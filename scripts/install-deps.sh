@@ -7,6 +7,7 @@ packages=(
     build-essential autoconf automake libtool pkgconf
     libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev
     catch2 libbenchmark-dev gnuplot-nox python3
+    iproute2 # test/multihost: network namespaces
 )
 
 missing=()

@@ -91,6 +91,14 @@ if [ -x $gpu ]; then
 else
     echo ">>> GPU engine: not built (configure found no nvcc): skipped (not counted)"
 fi
+# Two hosts made of network namespaces on this machine; where none can be
+# made (not root, no iproute2, a container without the capability): skipped.
+if why=$(test/multihost/run.sh --probe); then
+    suite "several hosts (2 network namespaces x 2 ranks: pingpong, ordering, fds proxy)" \
+        test/multihost/run.sh build
+else
+    echo ">>> several hosts: $why (not counted)"
+fi
 # The package built (in a kept copy: only changes recompile), installed on this
 # machine, an MPI run from the installed copy, removed.
 suite "Debian package (build, lintian, install, MPI run, remove)" bash scripts/package-test.sh

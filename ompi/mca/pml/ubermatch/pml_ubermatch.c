@@ -223,7 +223,14 @@ um_proto_peer_t *mca_pml_ubermatch_connect(ompi_proc_t *proc)
                 opal_output(0, "pml_ubermatch: cannot connect to process %u: %s",
                             proc->super.proc_name.vpid, err);
             } else {
-                PML_UM_VERBOSE(2, "connected to process %u", proc->super.proc_name.vpid);
+                if (mca_pml_ubermatch.config.verbose >= 2) {
+                    char tls[256];
+                    um_proto_peer_transports(mca_pml_ubermatch.proto, peer, tls, sizeof(tls));
+                    PML_UM_VERBOSE(2, "rank %u on %s: connected to process %u (%s node), UCX %s",
+                                   (unsigned) OMPI_PROC_MY_NAME->vpid,
+                                   ompi_process_info.nodename, proc->super.proc_name.vpid,
+                                   local ? "same" : "other", tls);
+                }
                 proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = peer;
             }
         }

@@ -74,6 +74,14 @@ um_proto_peer_t *um_proto_connect(um_proto_t *proto, const void *address, size_t
     return reinterpret_cast<um_proto_peer_t *>(peer);
 }
 
+void um_proto_peer_transports(um_proto_t *proto, um_proto_peer_t *peer, char *buf, size_t len) {
+    try {
+        set_error(buf, len, cxx(proto)->transports(*cxx(peer)).c_str());
+    } catch (const std::bad_alloc &) {
+        set_error(buf, len, "unknown (no memory)");
+    }
+}
+
 void um_proto_disconnect(um_proto_t *proto, um_proto_peer_t **peers, size_t count) {
     cxx(proto)->disconnect(reinterpret_cast<Peer **>(peers), count);
 }

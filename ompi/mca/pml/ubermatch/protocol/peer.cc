@@ -3,8 +3,11 @@
 // the receiver). Nothing here may throw into UCX.
 #include "ompi/mca/pml/ubermatch/protocol/protocol.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sstream>
 
 namespace ubermatch::protocol {
 
@@ -189,6 +192,56 @@ int Protocol::poll_rings() noexcept {
     polling_ = false;
     shm_counts_.received += static_cast<uint64_t>(n);
     return n;
+}
+
+// UCX 1.13 has no query of an endpoint's transports: its printout has a line
+// per lane, "lane[0]:  2:tcp/veth0.0 md[1]  -> md[1]/tcp/sysdev[255] am am_bw#0",
+// of which we keep "tcp/veth0.0(am,am_bw)".
+namespace {
+std::string describe_lanes(const std::string &printout) {
+    std::istringstream in(printout);
+    std::string line;
+    std::string out;
+    while (std::getline(in, line)) {
+        const size_t lane = line.find("lane[");
+        const size_t colon = lane == std::string::npos ? lane : line.find("]:", lane);
+        if (colon == std::string::npos) {
+            continue;
+        }
+        std::istringstream fields(line.substr(colon + 2));
+        std::string resource;
+        fields >> resource; // "2:tcp/veth0.0"
+        resource = resource.substr(resource.find(':') + 1);
+        std::string word;
+        while (fields >> word && word != "->") {
+        }
+        fields >> word; // the remote md
+        std::string uses;
+        while (fields >> word) {
+            uses += (uses.empty() ? "" : ",") + word.substr(0, word.find('#'));
+        }
+        out += (out.empty() ? "" : " ") + resource + "(" + uses + ")";
+    }
+    return out.empty() ? "unknown" : out;
+}
+} // namespace
+
+std::string Protocol::transports(const Peer &peer) const {
+    char *text = nullptr;
+    size_t size = 0;
+    FILE *stream = open_memstream(&text, &size);
+    if (stream == nullptr || peer.ep == nullptr) {
+        if (stream != nullptr) {
+            std::fclose(stream);
+            std::free(text);
+        }
+        return "unknown";
+    }
+    ucp_ep_print_info(peer.ep, stream);
+    std::fclose(stream);
+    std::string printout(text, size);
+    std::free(text);
+    return describe_lanes(printout);
 }
 
 } // namespace ubermatch::protocol

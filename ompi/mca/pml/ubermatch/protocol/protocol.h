@@ -221,6 +221,9 @@ public:
     // local: the peer is on this node (a ring may carry small messages).
     Peer *connect(const void *address, size_t length, bool local, std::string &err);
     void disconnect(Peer **peers, size_t count);
+    // The UCX transports of a peer's lanes and what each carries (throws
+    // std::bad_alloc).
+    std::string transports(const Peer &peer) const;
 
     Comm *comm_create(uint32_t cid, int32_t local_rank, int32_t remote_size); // throws
     void comm_destroy(Comm *comm);

@@ -103,6 +103,9 @@ int um_proto_progress(um_proto_t *proto);
 /* local: the peer runs on this node (small messages may go through shared memory). */
 um_proto_peer_t *um_proto_connect(um_proto_t *proto, const void *address, size_t length,
                                   int local, char *err, size_t errlen);
+/* The UCX transports that reach a peer, e.g. "tcp/veth0.0(am,am_bw)", into
+ * buf (truncated to len). */
+void um_proto_peer_transports(um_proto_t *proto, um_proto_peer_t *peer, char *buf, size_t len);
 /* Flushes and closes the endpoints, progressing until they are closed. */
 void um_proto_disconnect(um_proto_t *proto, um_proto_peer_t **peers, size_t count);
 
