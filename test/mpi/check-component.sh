@@ -25,7 +25,7 @@ check() { # description, command...
 }
 
 info=$(ompi_info --param pml ubermatch --level 9 2>&1)
-for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit priority; do
+for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit hwloc priority; do
     check "ompi_info lists pml_ubermatch_$param" grep -q "parameter \"pml_ubermatch_$param\"" <<<"$info"
 done
 check "ompi_info names the valid backends" grep -qF "Valid values: $backends" <<<"$info"
@@ -76,6 +76,14 @@ out=$(timeout 60 mpirun -np 3 --mca pml ubermatch --mca pml_ubermatch_print_stat
 check "print_stats reports every rank's MPI_COMM_WORLD engine" test "$(grep -c 'MPI_COMM_WORLD (cid 0), engine' <<<"$out")" -eq 3
 check "collective messages carry the collective hint" grep -Eq '[1-9][0-9]* collective\)' <<<"$out"
 check "point-to-point messages carry none" grep -Eq '\([1-9][0-9]* p2p' <<<"$out"
+
+# hwloc sizes the rings from this machine's L2 and says so at verbose 1; off: 256 KiB.
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_verbose 1 "$program" 2>&1)
+check "hwloc sizes the rings (verbose 1)" test "$(grep -Ec 'hwloc: L2 cache [0-9]+ [KM]iB per core, 2 processes on this node, 2 rings per process: rings of [0-9]+ [KM]iB' <<<"$out")" -eq 2
+check "rings of hwloc's size carry messages" grep -Eq 'shared-memory rings: [1-9][0-9]* messages sent through 1,' <<<"$out"
+grep -m1 'hwloc: ' <<<"$out" | sed 's/^.*pml_ubermatch: /    /'
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_verbose 1 --mca pml_ubermatch_hwloc 0 "$program" 2>&1)
+check "pml_ubermatch_hwloc 0: 256 KiB rings" grep -q 'hwloc: not asked (pml_ubermatch_hwloc 0, shm_eager_limit 8192): rings of 256 KiB' <<<"$out"
 
 # A good setting runs.
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend bins --mca pml_ubermatch_bins 7 "$program" 2>&1)

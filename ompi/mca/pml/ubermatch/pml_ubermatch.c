@@ -87,6 +87,16 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     config.thread_multiple = enable_mpi_threads;
     config.fail_alloc_every = cfg->inject_alloc_failure;
     config.shm_eager_limit = cfg->shm_eager_limit;
+    config.shm_ring_cells = 0;
+    if (cfg->hwloc && cfg->shm_eager_limit > 0) {
+        char why[512];
+        um_proto_plan_rings((unsigned) ompi_process_info.num_local_peers + 1,
+                            cfg->shm_eager_limit, &config.shm_ring_cells, why, sizeof(why));
+        PML_UM_VERBOSE(1, "hwloc: %s", why);
+    } else {
+        PML_UM_VERBOSE(1, "hwloc: not asked (pml_ubermatch_hwloc %d, shm_eager_limit %zu): rings "
+                          "of 256 KiB", (int) cfg->hwloc, cfg->shm_eager_limit);
+    }
     {
         /* Checked whatever the backend, so that a typo never passes unseen. */
         um_kernel_t kernel;

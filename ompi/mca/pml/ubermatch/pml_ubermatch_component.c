@@ -189,6 +189,13 @@ static int mca_pml_ubermatch_component_register(void)
                         "MPI_THREAD_MULTIPLE always use UCX",
                         MCA_BASE_VAR_TYPE_SIZE_T, OPAL_INFO_LVL_4, &cfg->shm_eager_limit);
 
+    cfg->hwloc = true;
+    (void) register_var("hwloc",
+                        "Size each shared-memory ring from the L2 cache of this process's cores "
+                        "and the processes on its node (hwloc): L2 / (2 (n - 1)), 64 KiB .. "
+                        "1 MiB; off: 256 KiB",
+                        MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, &cfg->hwloc);
+
     cfg->trace = NULL;
     (void) register_var("trace",
                         "Record every matching-engine call of this job into this directory, "

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "ompi/mca/pml/ubermatch/protocol/protocol.h"
+#include "ompi/mca/pml/ubermatch/protocol/topology.h"
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
 
 using ubermatch::protocol::Comm;
@@ -72,6 +73,19 @@ um_proto_peer_t *um_proto_connect(um_proto_t *proto, const void *address, size_t
         set_error(err, errlen, why.c_str());
     }
     return reinterpret_cast<um_proto_peer_t *>(peer);
+}
+
+void um_proto_plan_rings(unsigned local_procs, size_t shm_eager_limit, uint32_t *cells, char *why,
+                         size_t len) {
+    try {
+        const ubermatch::protocol::RingPlan plan =
+            ubermatch::protocol::plan_rings_here(local_procs, shm_eager_limit);
+        *cells = plan.cells;
+        set_error(why, len, plan.why.c_str());
+    } catch (const std::bad_alloc &) {
+        *cells = 0;
+        set_error(why, len, "no memory: rings of 256 KiB");
+    }
 }
 
 void um_proto_peer_transports(um_proto_t *proto, um_proto_peer_t *peer, char *buf, size_t len) {

@@ -108,13 +108,13 @@ void Protocol::disconnect(Peer **peers, size_t count) {
 void Protocol::offer(Peer &peer) noexcept {
     peer.shm = Peer::kNoRing; // unless all goes well below
     std::string err;
-    std::unique_ptr<shm::Sender> ring(new (std::nothrow) shm::Sender(shm::kDefaultCells, err));
+    std::unique_ptr<shm::Sender> ring(new (std::nothrow) shm::Sender(ring_cells_, err));
     if (ring == nullptr || !err.empty() || ring->name().size() >= sizeof(ShmOffer::name)) {
         return; // no shared memory here (e.g. /dev/shm full): UCX carries everything
     }
     ShmOffer o{};
     o.peer = peer.id;
-    o.cells = shm::kDefaultCells;
+    o.cells = ring_cells_;
     std::memcpy(o.name, ring->name().c_str(), ring->name().size() + 1);
     if (!send_control(peer.ep, kAmShmOffer, o, UCP_AM_SEND_FLAG_REPLY)) {
         return;

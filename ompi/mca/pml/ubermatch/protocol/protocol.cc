@@ -19,7 +19,8 @@ Protocol::Protocol(const um_proto_config_t &config, const um_proto_callbacks_t &
       ucx_tls_(config.ucx_tls != nullptr ? config.ucx_tls : ""),
       ucx_rndv_thresh_(config.ucx_rndv_thresh != nullptr ? config.ucx_rndv_thresh : ""),
       cb_(callbacks), fail_alloc_every_(config.fail_alloc_every),
-      shm_limit_(config.shm_eager_limit) {}
+      shm_limit_(config.shm_eager_limit),
+      ring_cells_(config.shm_ring_cells != 0 ? config.shm_ring_cells : shm::kDefaultCells) {}
 
 void Protocol::start() {
     // Fail early, with the valid names, on a bad backend or parameter.
@@ -28,6 +29,12 @@ void Protocol::start() {
         throw std::runtime_error("shm_eager_limit = " + std::to_string(shm_limit_) +
                                  " is out of range; valid values are 0 .. " +
                                  std::to_string(shm::max_payload(shm::kDefaultCells)));
+    }
+    if (ring_cells_ < 64 || (ring_cells_ & (ring_cells_ - 1)) != 0 ||
+        (shm_limit_ > 0 && shm::max_payload(ring_cells_) < shm_limit_)) {
+        throw std::runtime_error("shm_ring_cells = " + std::to_string(ring_cells_) +
+                                 " is not a power of two of at least 64 that holds four records of " +
+                                 std::to_string(shm_limit_) + " bytes");
     }
 
     ucp_config_t *config = nullptr;

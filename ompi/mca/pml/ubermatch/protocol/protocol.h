@@ -370,6 +370,7 @@ private:
     uint64_t allocations_ = 0;
 
     const size_t shm_limit_; // largest payload through a ring; 0: no rings
+    const uint32_t ring_cells_; // of each ring this process makes
     std::vector<std::unique_ptr<Peer>> peers_;               // never freed before the end: ids stay valid
     std::vector<std::unique_ptr<shm::Receiver>> inbound_; // rings other processes write to us
     bool polling_ = false;      // poll_rings is not re-entered from a delivery's callback

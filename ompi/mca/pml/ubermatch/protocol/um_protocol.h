@@ -62,7 +62,15 @@ typedef struct um_proto_config {
     /* Largest message carried by a shared-memory ring to a peer on the same
      * node (0: none, every message through UCX). */
     size_t shm_eager_limit;
+    /* Cells (of 64 bytes) of each ring this process makes, a power of two
+     * holding four records of shm_eager_limit; 0: 4096 (256 KiB). */
+    uint32_t shm_ring_cells;
 } um_proto_config_t;
+
+/* hwloc's choice of shm_ring_cells for a process with local_procs processes of
+ * its job on its node (itself included), and why, in one line. */
+void um_proto_plan_rings(unsigned local_procs, size_t shm_eager_limit, uint32_t *cells, char *why,
+                         size_t len);
 
 /* A posted receive. The glue owns the memory (inside its request) and keeps it
  * until recv_done or a successful cancel. */
