@@ -77,13 +77,20 @@ check "print_stats reports every rank's MPI_COMM_WORLD engine" test "$(grep -c '
 check "collective messages carry the collective hint" grep -Eq '[1-9][0-9]* collective\)' <<<"$out"
 check "point-to-point messages carry none" grep -Eq '\([1-9][0-9]* p2p' <<<"$out"
 
-# hwloc sizes the rings from this machine's L2 and says so at verbose 1; off: 256 KiB.
-out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_verbose 1 "$program" 2>&1)
-check "hwloc sizes the rings (verbose 1)" test "$(grep -Ec 'hwloc: L2 cache [0-9]+ [KM]iB per core, 2 processes on this node, 2 rings per process: rings of [0-9]+ [KM]iB' <<<"$out")" -eq 2
-check "rings of hwloc's size carry messages" grep -Eq 'shared-memory rings: [1-9][0-9]* messages sent through 1,' <<<"$out"
+# hwloc sizes the rings from this machine's L2 and says so at verbose 1 (4 processes:
+# 6 rings each, smaller than 256 KiB where the L2 is under 1.5 MiB); the rings each
+# rank mapped have that size; off: 256 KiB.
+ring_sizes() { # the KiB per ring that each rank mapped, one line per rank that mapped any
+    sed -n 's/.*received through \([1-9][0-9]*\) of \([0-9]*\) KiB in all.*/\1 \2/p' | awk '{ print $2 / $1 }'
+}
+out=$(timeout 60 mpirun -np 4 --mca pml ubermatch --mca pml_ubermatch_verbose 1 "$program" 2>&1)
+check "hwloc sizes the rings (verbose 1)" test "$(grep -Ec 'hwloc: L2 cache [0-9]+ [KM]iB per core, 4 processes on this node, 6 rings per process: rings of [0-9]+ KiB' <<<"$out")" -eq 4
+kib=$(sed -n 's/.*hwloc: .* rings of \([0-9]*\) KiB (.*/\1/p' <<<"$out" | sort -u)
 grep -m1 'hwloc: ' <<<"$out" | sed 's/^.*pml_ubermatch: /    /'
-out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_verbose 1 --mca pml_ubermatch_hwloc 0 "$program" 2>&1)
-check "pml_ubermatch_hwloc 0: 256 KiB rings" grep -q 'hwloc: not asked (pml_ubermatch_hwloc 0, shm_eager_limit 8192): rings of 256 KiB' <<<"$out"
+check "the rings mapped have hwloc's size ($kib KiB)" test -n "$(ring_sizes <<<"$out")" -a "$(ring_sizes <<<"$out" | sort -u)" = "$kib"
+out=$(timeout 60 mpirun -np 4 --mca pml ubermatch --mca pml_ubermatch_verbose 1 --mca pml_ubermatch_hwloc 0 "$program" 2>&1)
+check "pml_ubermatch_hwloc 0: says so" grep -q 'hwloc: not asked (pml_ubermatch_hwloc 0, shm_eager_limit 8192): rings of 256 KiB' <<<"$out"
+check "pml_ubermatch_hwloc 0: rings of 256 KiB" test "$(ring_sizes <<<"$out" | sort -u)" = 256
 
 # A good setting runs.
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend bins --mca pml_ubermatch_bins 7 "$program" 2>&1)

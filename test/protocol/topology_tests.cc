@@ -36,12 +36,12 @@ constexpr const char *kEpyc2 = "Package:1 L3Cache:1(size=33554432) L2Cache:2(siz
 
 } // namespace
 
-TEST_CASE("two processes share a core's L2 between their two rings") {
+TEST_CASE("two processes: rings of 256 KiB at most, whatever their share of the L2") {
     Synthetic m(kEpyc2);
     const RingPlan p = m.plan(2);
-    CHECK(p.cells * shm::kCell == 512 * 1024);
+    CHECK(p.cells * shm::kCell == 256 * 1024); // 1 MiB / 2 rings, capped
     CHECK(p.why.find("L2 cache 1 MiB") != std::string::npos);
-    CHECK(p.why.find("rings of 512 KiB") != std::string::npos);
+    CHECK(p.why.find("rings of 256 KiB") != std::string::npos);
 }
 
 TEST_CASE("more processes on the node: smaller rings, down to what four records need") {
@@ -56,11 +56,13 @@ TEST_CASE("more processes on the node: smaller rings, down to what four records 
     CHECK(shm::max_payload(m.plan(8, 20000).cells) >= 20000);
 }
 
-TEST_CASE("a large L2 is capped at 1 MiB per ring") {
+TEST_CASE("a large L2 keeps 256 KiB rings for more processes") {
     Synthetic m("Package:1 L2Cache:4(size=4194304) Core:1 PU:1");
     CHECK(m.plan(2).cells == kMaxRingCells);
-    CHECK(m.plan(3).cells * shm::kCell == 1024 * 1024);
-    CHECK(m.plan(5).cells * shm::kCell == 512 * 1024);
+    CHECK(m.plan(9).cells * shm::kCell == 256 * 1024);  // 4 MiB / 16 rings
+    CHECK(m.plan(17).cells * shm::kCell == 128 * 1024); // 4 MiB / 32 rings
+    Synthetic small("Package:1 L2Cache:4(size=262144) Core:1 PU:1");
+    CHECK(small.plan(2).cells * shm::kCell == 128 * 1024); // 256 KiB / 2 rings
 }
 
 TEST_CASE("without an L2 size or another process on the node: the default, and why") {

@@ -193,7 +193,7 @@ static int mca_pml_ubermatch_component_register(void)
     (void) register_var("hwloc",
                         "Size each shared-memory ring from the L2 cache of this process's cores "
                         "and the processes on its node (hwloc): L2 / (2 (n - 1)), 64 KiB .. "
-                        "1 MiB; off: 256 KiB",
+                        "256 KiB; off: 256 KiB",
                         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, &cfg->hwloc);
 
     cfg->trace = NULL;

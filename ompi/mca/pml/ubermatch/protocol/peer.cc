@@ -146,6 +146,7 @@ void Protocol::map_ring(const ShmOffer &o, ucp_ep_h reply_ep) noexcept {
                 inbound_.push_back(std::move(ring));
                 reply.ok = 1;
                 ++shm_counts_.rings_in;
+                shm_counts_.ring_bytes_in += uint64_t{o.cells} * shm::kCell;
             } catch (const std::bad_alloc &) {
             }
         }

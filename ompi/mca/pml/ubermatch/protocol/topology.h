@@ -7,7 +7,9 @@
 // of a full node grow as n^2 (256 KiB each: 4 GiB of /dev/shm at 128
 // processes). So a ring gets an equal share of the L2 cache of the core the
 // process runs on: L2 / (2 (n - 1)), a power of two, between what four of the
-// largest records need (the eager limit) and 1 MiB.
+// largest records need (the eager limit) and 256 KiB, the size before: larger
+// rings measured no faster, smaller ones faster once 2 (n - 1) rings of 256 KiB
+// outgrow the L2 (bench/protocol/ring_footprint, README "hwloc").
 #ifndef UBERMATCH_PROTOCOL_TOPOLOGY_H
 #define UBERMATCH_PROTOCOL_TOPOLOGY_H
 
@@ -17,6 +19,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ompi/mca/pml/ubermatch/protocol/shm.h"
+
 namespace ubermatch::protocol {
 
 struct RingPlan {
@@ -24,7 +28,7 @@ struct RingPlan {
     std::string why; // one line for verbose output
 };
 
-constexpr uint32_t kMaxRingCells = 16384; // 1 MiB
+constexpr uint32_t kMaxRingCells = shm::kDefaultCells; // 256 KiB
 
 // `where`: the PUs this process may run on (nullptr: the whole machine);
 // `local_procs`: processes of the job on this node, this one included.

@@ -138,6 +138,7 @@ void um_proto_faults(um_proto_t *proto, um_proto_faults_t *faults);
  * them, rings this process writes to and reads from. */
 typedef struct um_proto_shm_count {
     uint64_t sent, received;
+    uint64_t ring_bytes_in; /* cells of the rings read, as their senders sized them */
     uint32_t rings_out, rings_in;
 } um_proto_shm_counts_t;
 void um_proto_shm_stats(um_proto_t *proto, um_proto_shm_counts_t *counts);
