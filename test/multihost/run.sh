@@ -53,6 +53,15 @@ if ! { ip link add "${tag}a" netns "$ns1" type veth peer name "${tag}b" netns "$
        ip -n "$ns1" link set "${tag}a" up && ip -n "$ns2" link set "${tag}b" up; } 2>"$work/err"; then
     skip "cannot make a veth pair between namespaces: $(cat "$work/err")"
 fi
+# UCX lists only interfaces that are running when a process starts: wait for the
+# pair's carrier (it came up late once in 4 runs, and UCX then had no way between hosts).
+for i in $(seq 50); do
+    ip -n "$ns1" -o link show dev "${tag}a" | grep -q 'LOWER_UP.* state UP' &&
+        ip -n "$ns2" -o link show dev "${tag}b" | grep -q 'LOWER_UP.* state UP' && break
+    sleep 0.1
+done
+"$here/host.sh" "$ns1" $host1 true 2>"$work/err" ||
+    skip "cannot enter a host's namespaces (unshare --uts --ipc --pid, a tmpfs on /dev/shm): $(cat "$work/err")"
 if $probe; then
     echo "namespaces and a veth pair can be made here"
     exit 0
