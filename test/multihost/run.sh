@@ -18,6 +18,10 @@
 # transport of UCX joined two hosts, and no rank used more of our rings than it
 # has peers on its host. Exit 0: all passed; 1: a failure; 77: namespaces
 # cannot be made here (prints "skipped: ...").
+# UM_MULTIHOST_BENCH="posted:0,posted:1024,...": then also the deep-queue
+# benchmark (bench/mpi/queue_bench --points ...) between the two hosts (np 2),
+# per backend; its numbers are printed, not checked. UM_MULTIHOST_BENCH_PMLS="ubermatch
+# ucx ob1" compares with Open MPI's PMLs (ob1 over its TCP BTL).
 set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
@@ -152,5 +156,25 @@ for backend in $backends; do
     job ordering "$backend" "${bin[ordering]}"
     job "fds proxy" "$backend" "$build/examples/proxies/fds" --size 4 --iters 3
 done
+if [ -n "${UM_MULTIHOST_BENCH:-}" ]; then
+    for pml in ${UM_MULTIHOST_BENCH_PMLS:-ubermatch}; do
+        runs=$backends
+        [ "$pml" = ubermatch ] || runs=-
+        for backend in $runs; do
+            args=(--mca pml "$pml")
+            label="pml $pml"
+            [ "$pml" = ubermatch ] && args+=(--mca pml_ubermatch_backend "$backend") &&
+                label+=", backend $backend"
+            [ "$pml" = ob1 ] && args+=(--mca btl self,vader,tcp)
+            # pml_ucx takes only RDMA transports unless told otherwise
+            [ "$pml" = ucx ] && args+=(--mca pml_ucx_tls any --mca pml_ucx_devices any)
+            echo "queue_bench between the hosts, $label (rank 0 on $host1, rank 1 on $host2):"
+            timeout -k 5 300 "$here/host.sh" "$ns1" $host1 mpirun --hostfile "$work/hostfile" \
+                --mca plm_rsh_agent "$here/agent.sh" --mca oob_tcp_if_include 10.77.0.0/24 -np 2 \
+                --map-by node "${args[@]}" "$build/bench/mpi/queue_bench" \
+                --points "$UM_MULTIHOST_BENCH" --reps 3 --time 0.5 </dev/null 2>&1 | sed 's/^/    /' 
+        done
+    done
+fi
 echo "multihost: $passed passed, $failed failed"
 [ $failed -eq 0 ] && [ $passed -gt 0 ]
