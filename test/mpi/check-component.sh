@@ -54,7 +54,7 @@ check "shm_eager_limit = 100000 names the valid range" grep -q "shm_eager_limit 
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_assertions strict "$program" 2>&1)
 rc=$?
 check "assertions = strict fails start-up" test $rc -ne 0
-check "assertions = strict names the valid values" grep -q "pml_ubermatch_assertions = strict is not valid; valid values are honour (or honor), ignore" <<<"$out"
+check "assertions = strict names the valid values" grep -q "pml_ubermatch_assertions = strict is not valid; valid values are honour (or honor), all, ignore" <<<"$out"
 check "ompi_info lists the relaxed-engine pvar" grep -q 'performance "pml_ubermatch_relaxed"' <<<"$info"
 
 # auto: list_at must stay below index_at (the hysteresis gap).
