@@ -56,28 +56,28 @@ cp -r "$tmp/fds" "$tmp/bad"
 python3 - "$tmp/bad/rank-0.umt" <<'PY'
 import struct, sys
 p = sys.argv[1]; b = bytearray(open(p, 'rb').read())
-for off in range(48, len(b) - 40, 40):
-    if b[off + 12] in (2, 3) and struct.unpack_from('<I', b, off + 36)[0] != 0:
-        struct.pack_into('<I', b, off + 36, 999999); break
+for off in range(56, len(b) - 48, 48):
+    if b[off + 12] in (2, 3) and struct.unpack_from('<Q', b, off + 40)[0] != 0:
+        struct.pack_into('<Q', b, off + 40, 999999); break
 open(p, 'wb').write(b)
 PY
 out=$("$replay" "$tmp/bad" --backends list,auto --no-sweep 2>&1)
 check "a changed match is a MISMATCH, exit 1" test $? -eq 1
-check "the mismatch names file and event" grep -q "^MISMATCH list: .*rank-0.umt rank 0 event " <<<"$out"
+check "the mismatch names file and event" grep -q "^MISMATCH list: .*rank-0.umt rank 0 event .*recorded match ?" <<<"$out"
 
 # 4. Bad input: each gets its own error naming the file.
 f=$tmp/fds/rank-1.umt
 mkdir "$tmp/in"
 head -c 30 "$f" >"$tmp/in/short.umt"
-expect_error "header cut" "short.umt: truncated: 30 bytes, shorter than the 48-byte header" "$tmp/in/short.umt"
-head -c $((48 + 40 * 3 + 7)) "$f" >"$tmp/in/part.umt"
-expect_error "partial record" "part.umt: truncated: 7 bytes of a partial record at byte 168" "$tmp/in/part.umt"
-head -c $((48 + 40 * 3)) "$f" >"$tmp/in/noend.umt"
+expect_error "header cut" "short.umt: truncated: 30 bytes, shorter than the 56-byte header" "$tmp/in/short.umt"
+head -c $((56 + 48 * 3 + 7)) "$f" >"$tmp/in/part.umt"
+expect_error "partial record" "part.umt: truncated: 7 bytes of a partial record at byte 200" "$tmp/in/part.umt"
+head -c $((56 + 48 * 3)) "$f" >"$tmp/in/noend.umt"
 expect_error "no end record" "noend.umt: truncated: no end record" "$tmp/in/noend.umt"
 printf 'GIF89a, certainly not a trace; padded to be longer than a header.....' >"$tmp/in/foreign.umt"
 expect_error "foreign file" "foreign.umt: not an ubermatch trace" "$tmp/in/foreign.umt"
-{ head -c 8 "$f"; printf '\002\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v2.umt"
-expect_error "other version" "v2.umt: trace format version 2, this build reads version 1" "$tmp/in/v2.umt"
+{ head -c 8 "$f"; printf '\001\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v1.umt"
+expect_error "other version" "v1.umt: trace format version 1, this build reads version 2" "$tmp/in/v1.umt"
 mkdir "$tmp/empty"
 expect_error "empty directory" "no *.umt trace files" "$tmp/empty"
 expect_error "unknown backend" "list" "$tmp/fds" --backends nosuch

@@ -102,7 +102,7 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
         (NULL != cfg->ucx_rndv_thresh && '\0' != cfg->ucx_rndv_thresh[0]) ? cfg->ucx_rndv_thresh
                                                                           : NULL;
 
-    if (0 != um_trace_start(cfg->trace, err, sizeof(err))) {
+    if (0 != um_trace_start(cfg->trace, enable_mpi_threads, err, sizeof(err))) {
         opal_output(0, "pml_ubermatch: %s", err);
         return OMPI_ERR_BAD_PARAM;
     }
