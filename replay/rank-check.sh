@@ -35,21 +35,21 @@ replay=$build/replay/ubermatch-replay
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-args_of() { # the proxy's size: small, yet long enough that matching shows
+args_of() { # the proxy's size: about 0.1 s of work at np 4 on 2 busy cores
     case $1 in
-    radix) echo "--size 2048 --iters 4" ;;
-    nbody) echo "--size 256 --iters 6" ;;
-    miniamr) echo "--size 6 --iters 10" ;;
-    fds) echo "--size 8 --iters 10" ;;
+    radix) echo "--size 20000 --iters 10" ;;
+    nbody) echo "--size 256 --iters 10" ;;
+    miniamr) echo "--size 16 --iters 200" ;;
+    fds) echo "--size 64 --iters 1000" ;;
     *) echo "rank-check.sh: unknown proxy '$1' (valid: radix nbody miniamr fds)" >&2; exit 2 ;;
     esac
 }
-mpi() { # backend, proxy, extra args... -> the run's output
-    local backend=$1 proxy=$2
-    shift 2
-    # shellcheck disable=SC2046
+mpi() { # backend, proxy, the proxy's extra options ("" or --stats), mpirun's extra args... -> the output
+    local backend=$1 proxy=$2 opts=$3
+    shift 3
+    # shellcheck disable=SC2046,SC2086
     timeout -k 5 120 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np "$np" --mca pml ubermatch \
-        --mca pml_ubermatch_backend "$backend" "$@" "$build/examples/proxies/$proxy" $(args_of "$proxy") \
+        --mca pml_ubermatch_backend "$backend" "$@" "$build/examples/proxies/$proxy" $(args_of "$proxy") $opts \
         2>&1 </dev/null
 }
 
@@ -61,7 +61,7 @@ verdicts=()
 for proxy in $proxies; do
     args_of "$proxy" >/dev/null || exit 2
     # 1. Record (with auto) and 2. replay through every full-matching backend.
-    mpi auto "$proxy" --mca pml_ubermatch_trace "$tmp/$proxy" >"$tmp/$proxy.rec" ||
+    mpi auto "$proxy" "" --mca pml_ubermatch_trace "$tmp/$proxy" >"$tmp/$proxy.rec" ||
         { echo "rank-check.sh: recording $proxy failed:"; tail -n 5 "$tmp/$proxy.rec"; exit 1; }
     "$replay" "$tmp/$proxy" --no-sweep >"$tmp/$proxy.replay" 2>&1 ||
         { echo "rank-check.sh: replay of $proxy failed:"; tail -n 5 "$tmp/$proxy.replay"; exit 1; }
@@ -74,7 +74,7 @@ for proxy in $proxies; do
     for ((r = 0; r < reps; r++)); do
         for ((i = 0; i < n; i++)); do
             b=${backends[$(((i + r * 5) % n))]}
-            out=$(mpi "$b" "$proxy" --mca pml_ubermatch_timers 1 --stats)
+            out=$(mpi "$b" "$proxy" --stats --mca pml_ubermatch_timers 1)
             s=$(sed -n "s/^PASS $proxy np $np .* seconds \([0-9.]*\) .*/\1/p" <<<"$out")
             [ -n "$s" ] || { echo "rank-check.sh: $proxy under $b failed:"; tail -n 5 <<<"$out"; exit 1; }
             ns=$(awk '/^STATS / { for (i = 2; i <= NF; i++) { split($i, kv, "=");
