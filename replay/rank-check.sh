@@ -7,7 +7,9 @@
 # times (the backends in a rotated order each round, so a change of load falls
 # on all of them) and rank them by the median of the proxy's own time (rank
 # 0's "seconds", MPI_Init left out). Prints the two rankings side by side and,
-# per proxy, the real time of the replay's first against the real best.
+# per proxy, the real time of the replay's first against the real best, the
+# same for the engine's time inside the runs, and Spearman's rho between the
+# replay's ranking and each of the two.
 #
 #   bash replay/rank-check.sh [BUILD_DIR] [--reps R] [--np N] [--proxies "fds radix ..."]
 #
@@ -100,6 +102,17 @@ for proxy in $proxies; do
     verdict=$(awk -v first="$first" -v proxy="$proxy" 'NR == 1 { best = $1; bt = $2 } $1 == first { ft = $2; rk = NR }
         END { r = ft / bt; printf "%s: replay first %s: real %.4f s, %s of %d in the real ranking, %.3fx the real best (%s %.4f s): %s",
               proxy, first, ft, rk, NR, r, best, bt, (r <= 1.10) ? "within 10%" : "NOT within 10%" }' "$tmp/$proxy.rank-real")
+    # The engine's own time in the same runs, ranked, and how far each real
+    # ranking follows the replay's: Spearman's rho over the backends.
+    sort -k5,5g "$tmp/$proxy.rank-real" >"$tmp/$proxy.rank-engine"
+    verdict+=$(awk -v first="$first" 'NR == 1 { best = $1; be = $5 } $1 == first { fe = $5; rk = NR }
+        END { printf "; in-run engine time: %s %.2f ms, %s of %d, %.2fx the least (%s %.2f ms)", first, fe, rk, NR, fe / be, best, be }' \
+        "$tmp/$proxy.rank-engine")
+    for what in real engine; do
+        verdict+=$(awk -v what="$what" 'FNR == 1 { f++ } f == 1 { r1[$1] = FNR } f == 2 { d = r1[$1] - FNR; s += d * d; n++ }
+            END { printf "; rho(replay, %s) %+.2f", what == "real" ? "wall" : "engine", 1 - 6 * s / (n * (n * n - 1)) }' \
+            "$tmp/$proxy.rank-replay" "$tmp/$proxy.rank-$what")
+    done
     echo "$verdict"
     verdicts+=("$verdict")
 done
