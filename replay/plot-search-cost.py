@@ -49,7 +49,7 @@ def main():
             "set y2tics",
             "set yrange [0:*]",
             "set y2range [0:*]",
-            "set key top left",
+            "set key outside bottom center horizontal",
             f"plot '{data}' using 1:4:xtic(2) with boxes title 'ns/op', "
             f"'' using 1:3 axes x1y2 with points pt 7 ps 1.2 title 'inspected/op'",
         ])
