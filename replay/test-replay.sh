@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The matching-trace test (part of the test command): records the fds proxy at
 # np 4 with pml_ubermatch_trace, replays it through every backend (each must
-# make the recorded matches), checks that a tampered match is reported as a
-# bug, and that every kind of bad input gets its own clear error.
+# make the recorded matches), the same for the other proxies and three MPI
+# tests, checks that a tampered match is reported as a bug, and that every kind
+# of bad input gets its own clear error.
 #
 #   bash replay/test-replay.sh [BUILD_DIR]     (scripts/env.sh sourced)
 set -u
@@ -50,6 +51,23 @@ check "replay through every backend exits 0" test $rc -eq 0
 check "the table ranks all 13 backends" test "$(grep -cE "^[0-9]+ +[a-z0-9+]+ +default +0 " "$tmp/replay.txt")" -eq 13
 check "recommended --mca line" grep -q "^recommended: mpirun --mca pml ubermatch --mca pml_ubermatch_backend " "$tmp/replay.txt"
 check "sweeps of auto, pnp and col" grep -qE "index_at=4 .*|theta=10 .*|k_c=2 " "$tmp/replay.txt"
+
+# 2b. The other proxies and three MPI tests (probes, cancels, freed communicators: recycled
+# requests and descriptors), recorded and replayed: every backend makes the recorded matches.
+for spec in "radix --size 256 --iters 2" "nbody --size 64 --iters 3" "miniamr --size 4 --iters 5"; do
+    read -r -a args <<<"$spec"
+    timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 4 --mca pml ubermatch \
+        --mca pml_ubermatch_trace "$tmp/${args[0]}" "$build/examples/proxies/${args[0]}" "${args[@]:1}" \
+        >"$tmp/${args[0]}.log" 2>&1 </dev/null
+    "$replay" "$tmp/${args[0]}" --no-sweep --reps 1 >"$tmp/${args[0]}.replay" 2>&1
+    check "${args[0]} recorded and replayed, 0 mismatches" test $? -eq 0
+done
+for t in probe cancel lifetime; do
+    MPI_TESTS_ONLY=$t bash test/mpi/run-mpi-tests.sh "$build/test-mpi" --mca pml ubermatch \
+        --mca pml_ubermatch_trace "$tmp/mpi-$t" >"$tmp/mpi-$t.log" 2>&1
+    "$replay" "$tmp/mpi-$t" --no-sweep --reps 1 >"$tmp/mpi-$t.replay" 2>&1
+    check "MPI test $t recorded and replayed, 0 mismatches" test $? -eq 0
+done
 
 # 3. A tampered match (record 5 of rank 0 with a matched id, changed) is reported as a bug.
 cp -r "$tmp/fds" "$tmp/bad"
