@@ -36,7 +36,25 @@ static int pack_threshold(MPI_Info info, float *out)
     return MPI_SUCCESS;
 }
 
-static void setup(MPI_Win win, MPI_Comm comm, float threshold)
+/* The paper's window hints: am_user_buf_<rank> (bytes of rank's user buffers
+ * guaranteed to this origin: no handshake for them) and am_buf_interleave_am_detach
+ * (false: no detach between an exclusive lock's flushes, so the reservation stays). */
+static void hints(am_win *w, MPI_Info info)
+{
+    w->interleave_detach = 1;
+    if (info == MPI_INFO_NULL) return;
+    char key[64], v[64];
+    int flag;
+    for (int r = 0; r < w->size; r++) {
+        snprintf(key, sizeof key, "am_user_buf_%d", r);
+        PMPI_Info_get(info, key, (int)sizeof v - 1, v, &flag);
+        if (flag) w->hint[r] = atoll(v) > 0 ? atoll(v) : 0;
+    }
+    PMPI_Info_get(info, "am_buf_interleave_am_detach", (int)sizeof v - 1, v, &flag);
+    if (flag && !strcmp(v, "false")) w->interleave_detach = 0;
+}
+
+static void setup(MPI_Win win, MPI_Comm comm, float threshold, MPI_Info info)
 {
     if (keyval == MPI_KEYVAL_INVALID)
         PMPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, MPI_WIN_NULL_DELETE_FN, &keyval, NULL);
@@ -53,7 +71,15 @@ static void setup(MPI_Win win, MPI_Comm comm, float threshold)
     w->open = calloc(n, sizeof(am_batch *));
     w->head = calloc(n, sizeof(am_batch *));
     w->tail = calloc(n, sizeof(am_batch *));
-    if (!w->access || !w->issued || !w->inflight || !w->open || !w->head || !w->tail) abort();
+    w->granted = calloc(n, sizeof(long long));
+    w->staged = calloc(n, sizeof(long long));
+    w->hint = calloc(n, sizeof(long long));
+    w->excl = calloc(n, sizeof(int));
+    w->holds_all = calloc(n, sizeof(int));
+    if (!w->access || !w->issued || !w->inflight || !w->open || !w->head || !w->tail || !w->granted || !w->staged ||
+        !w->hint || !w->excl || !w->holds_all)
+        abort();
+    hints(w, info);
     void *base;
     int *du, flag;
     PMPI_Win_get_attr(win, MPI_WIN_BASE, &base, &flag);
@@ -71,7 +97,7 @@ int MPI_Win_create(void *base, MPI_Aint size, int du, MPI_Info info, MPI_Comm co
     int rc = pack_threshold(info, &th);
     if (rc != MPI_SUCCESS) return rc;
     rc = PMPI_Win_create(base, size, du, info, comm, win);
-    if (rc == MPI_SUCCESS) setup(*win, comm, th);
+    if (rc == MPI_SUCCESS) setup(*win, comm, th, info);
     return rc;
 }
 
@@ -81,30 +107,35 @@ int MPI_Win_allocate(MPI_Aint size, int du, MPI_Info info, MPI_Comm comm, void *
     int rc = pack_threshold(info, &th);
     if (rc != MPI_SUCCESS) return rc;
     rc = PMPI_Win_allocate(size, du, info, comm, base, win);
-    if (rc == MPI_SUCCESS) setup(*win, comm, th);
+    if (rc == MPI_SUCCESS) setup(*win, comm, th, info);
     return rc;
 }
 
-static int complete(am_win *w, int target)
+/* Completes the AMs to target (MPI_ANY_SOURCE: all) and returns or keeps the
+ * buffer reservations: epoch_ends at unlock, fence and complete, not at flush. */
+static int complete(am_win *w, int target, int epoch_ends)
 {
     am_busy++;
     int rc = am_complete(w, target);
+    int lo = target == MPI_ANY_SOURCE ? 0 : target, hi = target == MPI_ANY_SOURCE ? w->size : target + 1;
+    for (int t = lo; t < hi; t++) am_credit_sync(w, t, epoch_ends);
     am_busy--;
     return rc;
 }
 
-/* Fence: learn how many fence-epoch batches target me, serve them, complete mine. */
+/* Fence: complete mine, learn how many fence-epoch batches target me, serve them. */
 int MPI_Win_fence(int assert, MPI_Win win)
 {
     am_win *w = am_state(win);
     int rc = MPI_SUCCESS;
     if (w) {
-        for (int t = 0; t < w->size; t++) am_send_open(w, t);
+        /* my AMs complete (and my reservations go back) before the collective, so an
+         * origin still waiting for buffer space somewhere is not blocked by me */
+        rc = complete(w, MPI_ANY_SOURCE, 1);
         int expected = 0;
         PMPI_Reduce_scatter_block(w->issued, &expected, 1, MPI_INT, MPI_SUM, w->comm);
-        rc = complete(w, MPI_ANY_SOURCE);
         am_busy++;
-        while (w->served_fence < expected) am_serve_one(w);
+        while (w->served_fence < expected) am_serve_any();
         am_busy--;
         w->served_fence -= expected;
         memset(w->issued, 0, sizeof(int) * (size_t)w->size);
@@ -118,7 +149,12 @@ int MPI_Win_lock(int type, int rank, int assert, MPI_Win win)
 {
     int rc = PMPI_Win_lock(type, rank, assert, win);
     am_win *w = am_state(win);
-    if (w && rc == MPI_SUCCESS && rank >= 0 && rank < w->size) w->access[rank]++;
+    if (w && rc == MPI_SUCCESS && rank >= 0 && rank < w->size) {
+        w->access[rank]++;
+        am_busy++;
+        am_credit_lock(w, rank, type == MPI_LOCK_EXCLUSIVE);
+        am_busy--;
+    }
     return rc;
 }
 
@@ -134,7 +170,7 @@ int MPI_Win_lock_all(int assert, MPI_Win win)
 int MPI_Win_flush(int rank, MPI_Win win)
 {
     am_win *w = am_state(win);
-    int rc = w ? complete(w, rank) : MPI_SUCCESS;
+    int rc = w ? complete(w, rank, 0) : MPI_SUCCESS;
     int rc2 = PMPI_Win_flush(rank, win);
     return rc != MPI_SUCCESS ? rc : rc2;
 }
@@ -142,7 +178,7 @@ int MPI_Win_flush(int rank, MPI_Win win)
 int MPI_Win_flush_all(MPI_Win win)
 {
     am_win *w = am_state(win);
-    int rc = w ? complete(w, MPI_ANY_SOURCE) : MPI_SUCCESS;
+    int rc = w ? complete(w, MPI_ANY_SOURCE, 0) : MPI_SUCCESS;
     int rc2 = PMPI_Win_flush_all(win);
     return rc != MPI_SUCCESS ? rc : rc2;
 }
@@ -152,8 +188,11 @@ int MPI_Win_unlock(int rank, MPI_Win win)
     am_win *w = am_state(win);
     int rc = MPI_SUCCESS;
     if (w) {
-        rc = complete(w, rank);
-        if (rank >= 0 && rank < w->size && w->access[rank] > 0) w->access[rank]--;
+        rc = complete(w, rank, 1);
+        if (rank >= 0 && rank < w->size) {
+            if (w->access[rank] > 0) w->access[rank]--;
+            w->excl[rank] = 0;
+        }
     }
     int rc2 = PMPI_Win_unlock(rank, win);
     return rc != MPI_SUCCESS ? rc : rc2;
@@ -164,7 +203,7 @@ int MPI_Win_unlock_all(MPI_Win win)
     am_win *w = am_state(win);
     int rc = MPI_SUCCESS;
     if (w) {
-        rc = complete(w, MPI_ANY_SOURCE);
+        rc = complete(w, MPI_ANY_SOURCE, 1);
         for (int i = 0; i < w->size; i++)
             if (w->access[i] > 0) w->access[i]--;
     }
@@ -207,7 +246,7 @@ int MPI_Win_complete(MPI_Win win)
         int n = w->nstarted, *r = w->started;
         for (int i = 0; i < n; i++)
             if (r[i] >= 0) {
-                int e = complete(w, r[i]);
+                int e = complete(w, r[i], 1);
                 if (rc == MPI_SUCCESS) rc = e;
                 if (w->access[r[i]] > 0) w->access[r[i]]--;
             }
@@ -228,7 +267,7 @@ int MPI_Win_wait(MPI_Win win)
         rc = PMPI_Win_test(win, &done);
         if (!done) {
             am_busy++;
-            am_serve_one(w);
+            am_serve_any();
             am_busy--;
         }
     }
@@ -245,7 +284,7 @@ static int barrier_serving(MPI_Comm comm)
         rc = PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
         if (!done && !am_busy) {
             am_busy++;
-            for (am_win *w = am_windows; w; w = w->next) am_serve_one(w);
+            am_serve_any();
             am_busy--;
         }
     }
@@ -257,11 +296,20 @@ int MPI_Barrier(MPI_Comm comm)
     return am_windows && !am_progress_hooked() ? barrier_serving(comm) : PMPI_Barrier(comm);
 }
 
+int MPIX_Am_win_get_sync(MPI_Win win, double *seconds, long *handshakes)
+{
+    am_win *w = am_state(win);
+    if (!w) return am_fail(MPI_ERR_WIN, "MPIX_Am_win_get_sync: window unknown to mpix_am");
+    *seconds = w->sync_seconds;
+    *handshakes = w->handshakes;
+    return MPI_SUCCESS;
+}
+
 int MPI_Win_free(MPI_Win *win)
 {
     am_win *w = am_state(*win);
     if (w) {
-        complete(w, MPI_ANY_SOURCE);
+        complete(w, MPI_ANY_SOURCE, 1);
         barrier_serving(w->comm); /* every origin's AMs to me have been served */
         am_progress_detach(w);
         while (w->tx) {
@@ -272,6 +320,7 @@ int MPI_Win_free(MPI_Win *win)
         PMPI_Group_free(&w->group);
         free(w->started);
         free(w->access); free(w->issued); free(w->inflight); free(w->open); free(w->head); free(w->tail);
+        free(w->granted); free(w->staged); free(w->hint); free(w->excl); free(w->holds_all);
         free(w->rx);
         am_batches_free(w);
         free(w);

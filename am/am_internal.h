@@ -5,7 +5,7 @@
 #include "mpix_am.h"
 #include <stddef.h>
 
-enum { TAG_REQ = 1, TAG_RESP = 2, MAX_OPS = 64, MAX_BUFS = 16 };
+enum { TAG_REQ = 1, TAG_RESP = 2, TAG_RSV = 3, TAG_GRANT = 4, MAX_OPS = 64, MAX_BUFS = 16 };
 /* Per-origin system buffer at every target: a segment (input + output bytes)
  * larger than this needs an attached user buffer. */
 enum { SYSTEM_BUF_BYTES = 4096 };
@@ -36,6 +36,7 @@ typedef struct {           /* an AM whose output is still to come */
     int *counts;           /* MPIX_Amv: the origin's output_segment_counts */
     int kind, nseg, out_bytes, out_count, packed_type;
     MPI_Datatype out_type; /* used when packed_type < 0: a derived type, unpacked */
+    long long staged;      /* staging bytes at the target, given back when it completes */
 } am_slot;
 
 typedef struct am_batch {
@@ -72,6 +73,12 @@ typedef struct am_win {
     char *rx;
     size_t rx_cap;
     int error;                    /* first error reported back by a target */
+    /* buffer reservation (am_credit.c): origin side per target, then target side */
+    long long *granted, *staged, *hint;
+    int *excl, *holds_all, interleave_detach;
+    long long user_total, user_reserved;
+    long handshakes;
+    double sync_seconds;
     struct am_win *next;          /* list of windows served from progress */
 } am_win;
 
@@ -92,9 +99,15 @@ am_win *am_state(MPI_Win win); /* NULL: a window this library does not know */
 int am_complete(am_win *w, int target);  /* MPI_ANY_SOURCE: every target */
 void am_send_open(am_win *w, int target);
 void am_batches_free(am_win *w);
+void am_retire_oldest(am_win *w, int target);
+int am_credit_acquire(am_win *w, int target, long long bytes);
+void am_credit_return(am_win *w, int target, long long bytes);
+void am_credit_sync(am_win *w, int target, int epoch_ends);
+void am_credit_lock(am_win *w, int target, int exclusive);
+int am_credit_serve(am_win *w);
 /* target side */
 int am_serve_one(am_win *w);
-void am_serve_all(am_win *w);
+int am_serve_any(void); /* every window; returns how many it served */
 void am_tx_drain(am_win *w);
 void am_progress_attach(am_win *w);
 void am_progress_detach(am_win *w);

@@ -27,19 +27,28 @@ int MPIX_Am_win_buffer_attach(void *buffer, int size, MPI_Win win)
         if (!w->buf[i]) {
             w->buf[i] = buffer;
             w->buf_size[i] = size;
+            w->user_total += size;
             if (i >= w->nbuf) w->nbuf = i + 1;
             return MPI_SUCCESS;
         }
     return am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_attach: more than 16 buffers attached");
 }
 
-/* A target runs each AM to completion inside one call, so no AM holds the buffer here. */
+/* Waits until the origins' reservations leave the buffer's bytes free (a
+ * target runs each AM to completion inside one call, so none is running). */
 int MPIX_Am_win_buffer_detach(void *buffer, MPI_Win win)
 {
     am_win *w = am_state(win);
     if (!w) return am_fail(MPI_ERR_WIN, "MPIX_Am_win_buffer_detach: window unknown to mpix_am");
     for (int i = 0; i < w->nbuf; i++)
-        if (w->buf[i] == buffer) { w->buf[i] = NULL; return MPI_SUCCESS; }
+        if (w->buf[i] == buffer) {
+            am_busy++;
+            while (w->user_total - w->buf_size[i] < w->user_reserved) am_serve_any();
+            am_busy--;
+            w->user_total -= w->buf_size[i];
+            w->buf[i] = NULL;
+            return MPI_SUCCESS;
+        }
     return am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_detach: buffer is not attached to this window");
 }
 
@@ -113,6 +122,7 @@ int am_serve_one(am_win *w)
     int flag, bytes;
     MPI_Message m;
     MPI_Status st;
+    if (am_credit_serve(w)) return 1;
     PMPI_Improbe(MPI_ANY_SOURCE, TAG_REQ, w->comm, &flag, &m, &st);
     if (!flag) return 0;
     PMPI_Get_count(&st, MPI_BYTE, &bytes);
@@ -152,9 +162,13 @@ int am_serve_one(am_win *w)
     return 1;
 }
 
-void am_serve_all(am_win *w)
+/* Serves what has arrived on every window: a rank waiting inside the library
+ * for one window must not starve an origin that needs it on another. */
+int am_serve_any(void)
 {
-    while (am_serve_one(w)) {}
+    int n = 0;
+    for (am_win *w = am_windows; w; w = w->next) n += am_serve_one(w);
+    return n;
 }
 
 /* Open MPI's progress hook, found at run time so that the library also loads
@@ -167,9 +181,8 @@ static int progress_cb(void)
 {
     if (am_busy) return 0; /* our own MPI calls progress too: no re-entry */
     am_busy++;
-    int n = 0;
-    for (am_win *w = am_windows; w; w = w->next)
-        while (am_serve_one(w)) n++;
+    int n = 0, k;
+    while ((k = am_serve_any())) n += k;
     am_busy--;
     return n;
 }

@@ -3,7 +3,7 @@
 # so names derived from am/... would clash with its own variables.
 lib_LTLIBRARIES += libmpix_am.la
 include_HEADERS += am/mpix_am.h
-libmpix_am_la_SOURCES = am/mpix_am.c am/am_target.c am/am_epoch.c am/am_internal.h am/mpix_am.h
+libmpix_am_la_SOURCES = am/mpix_am.c am/am_target.c am/am_epoch.c am/am_credit.c am/am_internal.h am/mpix_am.h
 libmpix_am_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 libmpix_am_la_LIBADD = $(MPI_LIBS) -ldl
 noinst_PROGRAMS += mpix_am_test

@@ -167,16 +167,19 @@ static size_t unpack_one(am_win *w, const am_slot *s, const char *p)
 }
 
 /* Waits for the oldest batch to `target`, serving AMs meanwhile, and delivers it. */
-static void retire_oldest(am_win *w, int target)
+void am_retire_oldest(am_win *w, int target)
 {
     am_batch *b = w->head[target];
     int done = 0;
     while (!done) {
         PMPI_Testall(2, b->req, &done, MPI_STATUSES_IGNORE);
-        if (!done) am_serve_one(w);
+        if (!done) am_serve_any();
     }
     const char *p = b->resp;
-    for (int i = 0; i < b->n; i++) p += unpack_one(w, &b->slot[i], p);
+    for (int i = 0; i < b->n; i++) {
+        p += unpack_one(w, &b->slot[i], p);
+        am_credit_return(w, target, b->slot[i].staged);
+    }
     w->head[target] = b->next;
     if (!w->head[target]) w->tail[target] = NULL;
     w->inflight[target]--;
@@ -188,7 +191,7 @@ int am_complete(am_win *w, int target)
     int lo = target == MPI_ANY_SOURCE ? 0 : target, hi = target == MPI_ANY_SOURCE ? w->size : target + 1;
     for (int t = lo; t < hi; t++) am_send_open(w, t);
     for (int t = lo; t < hi; t++)
-        while (w->head[t]) retire_oldest(w, t);
+        while (w->head[t]) am_retire_oldest(w, t);
     int e = w->error;
     w->error = MPI_SUCCESS;
     if (e == MPI_ERR_OP)
@@ -201,6 +204,39 @@ int am_complete(am_win *w, int target)
         return am_fail(e, "an AM segment was larger than the target's system buffer and every attached buffer "
                           "(attach one with MPIX_Am_win_buffer_attach)");
     return e;
+}
+
+/* Appends one pipeline unit (h->nseg segments) to the target's open batch. */
+static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_count, MPI_Datatype in_type,
+                  void *out, int out_count, MPI_Datatype out_type, int *counts, int target, long long staged)
+{
+    size_t in_total = (size_t)h->in_bytes * (size_t)h->nseg, out_total = (size_t)h->out_bytes * (size_t)h->nseg;
+    size_t need = sizeof *h + AM_PAD(in_total);
+    am_batch *b = w->open[target];
+    if (b && (b->send_len + need > BATCH_BYTES || b->n == BATCH_AMS)) am_send_open(w, target);
+    while (w->inflight[target] >= MAX_INFLIGHT) am_retire_oldest(w, target); /* flow control */
+    if (!w->open[target]) w->open[target] = batch_new(w, target);
+    b = w->open[target];
+    b->send = am_grow(b->send, &b->send_cap, b->send_len + need, 1);
+    memcpy(b->send + b->send_len, h, sizeof *h);
+    char *dst = b->send + b->send_len + sizeof *h;
+    int it = am_type_index(in_type), ot = am_type_index(out_type);
+    if (it >= 0) {
+        if (in_total) memcpy(dst, in, in_total);
+    } else {
+        int pos = 0;
+        PMPI_Pack(in, in_count * h->nseg, in_type, dst, (int)in_total, &pos, w->comm);
+    }
+    b->send_len += need;
+    if (b->n == b->slot_cap) {
+        size_t cap = (size_t)b->slot_cap;
+        b->slot = am_grow(b->slot, &cap, (size_t)b->n + 1, sizeof *b->slot);
+        b->slot_cap = (int)cap;
+    }
+    b->slot[b->n++] = (am_slot){ out, counts, kind, h->nseg, h->out_bytes, out_count, ot, out_type, staged };
+    b->resp_len += sizeof(am_resp) + AM_PAD(out_total);
+    if (kind == KIND_AMV) b->resp_len += AM_PAD(sizeof(int) * (size_t)h->nseg);
+    if (b->send_len >= BATCH_BYTES || b->n == BATCH_AMS) am_send_open(w, target);
 }
 
 static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, void *out, int out_count,
@@ -247,34 +283,28 @@ static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, v
                  pt < 0 ? pcount * psz : pcount, in_count * isz, out_count * osz, w->pack_threshold, disp };
 
     am_busy++;
-    size_t in_total = (size_t)h.in_bytes * (size_t)nseg, out_total = (size_t)h.out_bytes * (size_t)nseg;
-    size_t need = sizeof h + AM_PAD(in_total);
-    am_batch *b = w->open[target];
-    if (b && (b->send_len + need > BATCH_BYTES || b->n == BATCH_AMS)) am_send_open(w, target);
-    while (w->inflight[target] >= MAX_INFLIGHT) retire_oldest(w, target); /* flow control */
-    if (!w->open[target]) w->open[target] = batch_new(w, target);
-    b = w->open[target];
-    b->send = am_grow(b->send, &b->send_cap, b->send_len + need, 1);
-    memcpy(b->send + b->send_len, &h, sizeof h);
-    char *dst = b->send + b->send_len + sizeof h;
-    if (it >= 0) {
-        if (in_total) memcpy(dst, in, in_total);
-    } else {
-        int pos = 0;
-        PMPI_Pack(in, in_count * nseg, in_type, dst, (int)in_total, &pos, w->comm);
+    /* Pipeline units: as many segments as fit the system buffer (at least one).
+     * A derived type is packed or unpacked whole, so its AM is one unit. */
+    size_t seg_stage = (size_t)h.in_bytes + (size_t)h.out_bytes;
+    int unit = it < 0 || ot < 0 || !seg_stage ? nseg : (int)(SYSTEM_BUF_BYTES / seg_stage);
+    unit = unit < 1 ? 1 : unit > nseg ? nseg : unit;
+    int rc = MPI_SUCCESS;
+    for (int s0 = 0; s0 < nseg && rc == MPI_SUCCESS; s0 += unit) {
+        h.nseg = nseg - s0 < unit ? nseg - s0 : unit;
+        rc = am_credit_acquire(w, target, (long long)(seg_stage * (size_t)h.nseg));
+        if (rc == MPI_SUCCESS)
+            queue(w, &h, kind, (const char *)in + (size_t)s0 * (size_t)h.in_bytes, in_count, in_type,
+                  (char *)out + (size_t)s0 * (size_t)h.out_bytes, out_count, out_type, counts ? counts + s0 : NULL,
+                  target, (long long)(seg_stage * (size_t)h.nseg));
     }
-    b->send_len += need;
-    if (b->n == b->slot_cap) {
-        size_t cap = (size_t)b->slot_cap;
-        b->slot = am_grow(b->slot, &cap, (size_t)b->n + 1, sizeof *b->slot);
-        b->slot_cap = (int)cap;
-    }
-    b->slot[b->n++] = (am_slot){ out, counts, kind, nseg, h.out_bytes, out_count, ot, out_type };
-    b->resp_len += sizeof(am_resp) + AM_PAD(out_total);
-    if (kind == KIND_AMV) b->resp_len += AM_PAD(sizeof(int) * (size_t)nseg);
-    if (b->send_len >= BATCH_BYTES || b->n == BATCH_AMS) am_send_open(w, target);
     am_busy--;
-    return MPI_SUCCESS;
+    if (rc == MPI_ERR_BUFFER) {
+        snprintf(msg, sizeof msg, "%s: a segment of %zu bytes (input + output) is larger than the system buffer "
+                 "(%d) and every user buffer at rank %d (attach one with MPIX_Am_win_buffer_attach)", fn, seg_stage,
+                 SYSTEM_BUF_BYTES, target);
+        return am_fail(rc, msg);
+    }
+    return rc;
 }
 
 int MPIX_Am(const void *in, int in_count, MPI_Datatype in_type, void *out, int out_count,

@@ -50,6 +50,10 @@ int MPIX_Amv(const void *origin_input_addr, int origin_input_segment_count,
              int target_persistent_count, MPI_Datatype target_persistent_datatype,
              MPIX_Am_op am_op, MPI_Win win);
 
+/* Not in the paper: time this origin spent in buffer-reservation messages on win
+ * and how many round trips it made (for the benchmark's synchronization time). */
+int MPIX_Am_win_get_sync(MPI_Win win, double *seconds, long *handshakes);
+
 int MPIX_Am_win_buffer_attach(void *buffer, int size, MPI_Win win);
 int MPIX_Am_win_buffer_detach(void *buffer, MPI_Win win);
 

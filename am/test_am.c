@@ -130,10 +130,11 @@ static void fig3(MPI_Win win, MPIX_Am_op op_touch)
         MPI_Barrier(MPI_COMM_WORLD); /* b1 detached */
         memset(o1, 0, sizeof o1);
         memset(o2, 0, sizeof o2);
-        MPIX_Am(in, LARGE, MPI_BYTE, o1, LARGE, MPI_BYTE, 1, 1, 0, 0, MPI_BYTE, op_touch, win);
+        rc = MPIX_Am(in, LARGE, MPI_BYTE, o1, LARGE, MPI_BYTE, 1, 1, 0, 0, MPI_BYTE, op_touch, win);
+        CHECK(rc == MPI_ERR_BUFFER, "Fig. 3: AM larger than the buffer left: rc %d", rc);
         MPIX_Am(in, SMALL, MPI_BYTE, o2, SMALL, MPI_BYTE, 1, 1, 0, 0, MPI_BYTE, op_touch, win);
         rc = MPI_Win_unlock(1, win);
-        CHECK(rc == MPI_ERR_BUFFER && o1[0] == 0 && o2[SMALL - 1] == 7, "Fig. 3 after detach: rc %d", rc);
+        CHECK(rc == MPI_SUCCESS && o1[0] == 0 && o2[SMALL - 1] == 7, "Fig. 3 after detach: rc %d", rc);
     } else if (rank == 1) {
         MPIX_Am_win_buffer_attach(b1, sizeof b1, win);
         MPIX_Am_win_buffer_attach(b2, sizeof b2, win);
@@ -250,6 +251,91 @@ static void progress(MPI_Win win, MPIX_Am_op op_abs)
     }
 }
 
+/* Buffer reservation counted in round trips (MPIX_Am_win_get_sync): base (shared
+ * lock), the exclusive lock's one reservation at lock time (resynchronised at a
+ * flush unless am_buf_interleave_am_detach = false), and the am_user_buf_<rank>
+ * hint (none). 16 AMs of 4000 staging bytes exceed the 4 KiB system buffer and fit
+ * the 64 KiB user buffer. */
+static long trips(MPI_Win w)
+{
+    double s;
+    long n;
+    MPIX_Am_win_get_sync(w, &s, &n);
+    return n;
+}
+
+static void sixteen(MPI_Win w, MPIX_Am_op op, int t, char *in, char *out)
+{
+    for (int i = 0; i < 16; i++) {
+        int rc = MPIX_Am(in, 2000, MPI_BYTE, out + i * 2000, 2000, MPI_BYTE, 1, t, 0, 0, MPI_BYTE, op, w);
+        CHECK(rc == MPI_SUCCESS, "reservation test AM %d: rc %d", i, rc);
+    }
+}
+
+static MPI_Win hinted(int *mem, const char *key, const char *value)
+{
+    MPI_Info info;
+    MPI_Win w;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, key, value);
+    MPI_Win_create(mem, 64, 1, info, MPI_COMM_WORLD, &w);
+    MPI_Info_free(&info);
+    return w;
+}
+
+static void reservations(int *mem, MPIX_Am_op op_touch)
+{
+    static char b1[65536], b2[65536], b3[65536], in[2000], out[16 * 2000];
+    int t = (rank + 1) % size;
+    char key[32], val[32];
+    snprintf(key, sizeof key, "am_user_buf_%d", t); /* what this origin is guaranteed at t */
+    snprintf(val, sizeof val, "%d", (int)sizeof b2);
+    MPI_Win wb = hinted(mem, "unused_key", "1"), wh = hinted(mem, key, val),
+            wi = hinted(mem, "am_buf_interleave_am_detach", "false");
+    MPIX_Am_win_buffer_attach(b1, sizeof b1, wb);
+    MPIX_Am_win_buffer_attach(b2, sizeof b2, wh);
+    MPIX_Am_win_buffer_attach(b3, sizeof b3, wi);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    long n0 = trips(wb);
+    MPI_Win_lock(MPI_LOCK_SHARED, t, 0, wb);
+    sixteen(wb, op_touch, t, in, out);
+    MPI_Win_unlock(t, wb);
+    CHECK(trips(wb) > n0 && out[15 * 2000 + 1999] == 7, "base: %ld round trips", trips(wb) - n0);
+
+    n0 = trips(wb);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t, 0, wb);
+    sixteen(wb, op_touch, t, in, out);
+    MPI_Win_flush(t, wb);
+    CHECK(trips(wb) - n0 == 1, "exclusive lock: %ld round trips before the flush, expected 1", trips(wb) - n0);
+    sixteen(wb, op_touch, t, in, out);
+    MPI_Win_unlock(t, wb);
+    CHECK(trips(wb) - n0 == 2, "exclusive lock: %ld round trips, expected 2 (resynchronised at the flush)",
+          trips(wb) - n0);
+
+    n0 = trips(wh);
+    MPI_Win_lock(MPI_LOCK_SHARED, t, 0, wh);
+    sixteen(wh, op_touch, t, in, out);
+    MPI_Win_unlock(t, wh);
+    CHECK(trips(wh) == n0, "am_user_buf hint: %ld round trips, expected none", trips(wh) - n0);
+
+    n0 = trips(wi);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t, 0, wi);
+    sixteen(wi, op_touch, t, in, out);
+    MPI_Win_flush(t, wi);
+    sixteen(wi, op_touch, t, in, out);
+    MPI_Win_unlock(t, wi);
+    CHECK(trips(wi) - n0 == 1, "am_buf_interleave_am_detach=false: %ld round trips, expected 1", trips(wi) - n0);
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPIX_Am_win_buffer_detach(b1, wb);
+    MPIX_Am_win_buffer_detach(b2, wh);
+    MPIX_Am_win_buffer_detach(b3, wi);
+    MPI_Win_free(&wb);
+    MPI_Win_free(&wh);
+    MPI_Win_free(&wi);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -307,9 +393,10 @@ int main(int argc, char **argv)
     MPIX_Am_win_buffer_detach(user_buf, win);
     MPI_Barrier(MPI_COMM_WORLD);
     big_out[0] = 0;
-    MPIX_Am(big_in, BIG, MPI_BYTE, big_out, BIG, MPI_BYTE, 1, target, 0, 0, MPI_BYTE, op_touch, win);
+    rc = MPIX_Am(big_in, BIG, MPI_BYTE, big_out, BIG, MPI_BYTE, 1, target, 0, 0, MPI_BYTE, op_touch, win);
+    CHECK(rc == MPI_ERR_BUFFER, "big AM without buffer: rc %d", rc); /* the reservation found no space */
     rc = MPI_Win_fence(0, win);
-    CHECK(rc == MPI_ERR_BUFFER && big_out[0] == 0, "big AM without buffer: rc %d", rc);
+    CHECK(rc == MPI_SUCCESS && big_out[0] == 0, "fence after a refused AM: rc %d", rc);
 
     /* a derived input and output type: packed at the origin, bytes at the target */
     MPI_Datatype strided;
@@ -359,6 +446,7 @@ int main(int argc, char **argv)
     many(win, op_abs);
     amv(mem, win, op_search);
     progress(win, op_abs);
+    reservations(mem, op_touch);
     MPI_Win_free(&win);
     if (rank == 0) printf("mpix_am tests passed on %d ranks\n", size);
     MPI_Finalize();
