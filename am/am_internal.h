@@ -8,7 +8,7 @@
 enum { TAG_REQ = 1, TAG_RESP = 2, TAG_RSV = 3, TAG_GRANT = 4, MAX_OPS = 64, MAX_BUFS = 16 };
 /* Per-origin system buffer at every target: a segment (input + output bytes)
  * larger than this needs an attached user buffer. */
-enum { SYSTEM_BUF_BYTES = 4096 };
+enum { SYSTEM_BUF_BYTES = 8192 }; /* the paper's 8 KB per peer */
 /* AMs to one target are coalesced into batches of up to this many bytes or AMs;
  * at most MAX_INFLIGHT batches per target wait for their response. */
 enum { BATCH_BYTES = 32768, BATCH_AMS = 512, MAX_INFLIGHT = 8 };

@@ -116,7 +116,7 @@ static void amv_search(MPI_Win w, MPIX_Am_op op, int t, int packed, int pscw)
  * both buffers, the ones after only the other. */
 static void fig3(MPI_Win win, MPIX_Am_op op_touch)
 {
-    enum { SMALL = 2200, LARGE = BIG };
+    enum { SMALL = 4200, LARGE = 9000 }; /* segments of 8400 and 18000 B: b2 holds one, only b1 the other */
     static char b1[2 * LARGE + 64], b2[2 * SMALL + 64], in[LARGE], o1[LARGE], o2[SMALL];
     int rc;
     if (rank == 0) {
@@ -254,7 +254,7 @@ static void progress(MPI_Win win, MPIX_Am_op op_abs)
 /* Buffer reservation counted in round trips (MPIX_Am_win_get_sync): base (shared
  * lock), the exclusive lock's one reservation at lock time (resynchronised at a
  * flush unless am_buf_interleave_am_detach = false), and the am_user_buf_<rank>
- * hint (none). 16 AMs of 4000 staging bytes exceed the 4 KiB system buffer and fit
+ * hint (none). 16 AMs of 4000 staging bytes exceed the 8 KiB system buffer and fit
  * the 64 KiB user buffer. */
 static long trips(MPI_Win w)
 {
