@@ -15,27 +15,21 @@ enum { RESERVE, RESERVE_ALL, RELEASE };
 typedef struct { long long bytes; int kind, pad; } rsv_msg; /* RESERVE_ALL: every free byte */
 typedef struct { long long granted, total; } grant_msg;
 
-/* Target: answers one reservation message if one has arrived; returns 1 if it did. */
-int am_credit_serve(am_win *w)
+/* Target: answers a reservation message (probed by am_serve_one). */
+void am_credit_serve(am_win *w, MPI_Message *m, const MPI_Status *st)
 {
-    int flag;
-    MPI_Message m;
-    MPI_Status st;
-    PMPI_Improbe(MPI_ANY_SOURCE, TAG_RSV, w->comm, &flag, &m, &st);
-    if (!flag) return 0;
     rsv_msg r;
-    PMPI_Mrecv(&r, (int)sizeof r, MPI_BYTE, &m, MPI_STATUS_IGNORE);
+    PMPI_Mrecv(&r, (int)sizeof r, MPI_BYTE, m, MPI_STATUS_IGNORE);
     if (r.kind == RELEASE) {
         w->user_reserved -= r.bytes;
-        return 1;
+        return;
     }
     long long free_bytes = w->user_total - w->user_reserved;
     grant_msg g = { 0, w->user_total };
     if (r.kind == RESERVE_ALL) g.granted = free_bytes;
     else if (r.bytes <= free_bytes) g.granted = r.bytes; /* all or nothing: no two origins hold halves */
     w->user_reserved += g.granted;
-    PMPI_Send(&g, (int)sizeof g, MPI_BYTE, st.MPI_SOURCE, TAG_GRANT, w->comm);
-    return 1;
+    PMPI_Send(&g, (int)sizeof g, MPI_BYTE, st->MPI_SOURCE, TAG_GRANT, w->comm);
 }
 
 /* Origin: one reservation round trip, serving meanwhile; returns what was granted. */
@@ -47,11 +41,7 @@ static grant_msg handshake(am_win *w, int target, int kind, long long bytes)
     MPI_Request req;
     PMPI_Irecv(&g, (int)sizeof g, MPI_BYTE, target, TAG_GRANT, w->comm, &req);
     PMPI_Send(&r, (int)sizeof r, MPI_BYTE, target, TAG_RSV, w->comm);
-    int done = 0;
-    while (!done) {
-        PMPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        if (!done) am_serve_any();
-    }
+    am_wait(1, &req);
     w->granted[target] += g.granted;
     w->handshakes++;
     w->sync_seconds += PMPI_Wtime() - t0;

@@ -104,10 +104,11 @@ int am_credit_acquire(am_win *w, int target, long long bytes);
 void am_credit_return(am_win *w, int target, long long bytes);
 void am_credit_sync(am_win *w, int target, int epoch_ends);
 void am_credit_lock(am_win *w, int target, int exclusive);
-int am_credit_serve(am_win *w);
+void am_credit_serve(am_win *w, MPI_Message *m, const MPI_Status *st);
 /* target side */
 int am_serve_one(am_win *w);
 int am_serve_any(void); /* every window; returns how many it served */
+void am_wait(int n, MPI_Request *r); /* serving meanwhile */
 void am_tx_drain(am_win *w);
 void am_progress_attach(am_win *w);
 void am_progress_detach(am_win *w);

@@ -170,11 +170,7 @@ static size_t unpack_one(am_win *w, const am_slot *s, const char *p)
 void am_retire_oldest(am_win *w, int target)
 {
     am_batch *b = w->head[target];
-    int done = 0;
-    while (!done) {
-        PMPI_Testall(2, b->req, &done, MPI_STATUSES_IGNORE);
-        if (!done) am_serve_any();
-    }
+    am_wait(2, b->req);
     const char *p = b->resp;
     for (int i = 0; i < b->n; i++) {
         p += unpack_one(w, &b->slot[i], p);

@@ -1,22 +1,30 @@
 /* Active-message benchmark (issue 16, seed 004 section V in miniature).
  * The last rank is the target; every other rank is an origin.  The target waits
- * in MPI_Barrier (it serves AMs from Open MPI's progress); every AM measure has
- * its MPI RMA equivalent on the same window in the same run:
- *   rate:     N AMs (absolute value, 16 ints in and out) in one lock epoch, against
- *             N MPI_Get_accumulate (16 ints in, 16 ints fetched back) and N MPI_Accumulate
- *   latency:  one AM + MPI_Win_flush, against MPI_Get_accumulate + flush and an 8 B
- *             MPI_Send/MPI_Recv round trip (np 2 only)
- *   segments: one remote-search AM (20 chars in, 20 out per segment) + flush, 1 to 1000 segments
+ * in MPI_Barrier (it serves AMs from Open MPI's progress) and attaches a 4 MiB
+ * user buffer to every window.  Three implementations as in the paper: base
+ * (shared lock, reservations by handshake), excl (exclusive lock: one reservation
+ * at lock time), hint (window info am_user_buf_<target> = 4 MiB / origins and
+ * am_buf_interleave_am_detach = false: no handshake).  Measures:
+ *   rate:     N AMs (absolute value, 16 ints in and out) in one epoch, base/excl/hint, against
+ *             N MPI_Get_accumulate (16 ints in, 16 ints fetched back) and N MPI_Accumulate on
+ *             the hint window (Fig. 6, and the RMA baseline)
+ *   latency:  one AM + MPI_Win_flush (hint window), against MPI_Get_accumulate + flush and an
+ *             8 B MPI_Send/MPI_Recv round trip (np 2 only)
+ *   segments: lock, one remote-search AM (20 chars in, 20 out per segment), unlock: 1 to 1000
+ *             segments, base/excl/hint, with the time in reservation messages (Fig. 5(a)(b))
+ *   flush2:   exclusive lock, AM, flush, AM, unlock (100 segments each), without and with
+ *             am_buf_interleave_am_detach = false (Fig. 5(e)(f))
  *   amv:      remote-search AMs of 16 segments (up to 10 sequences of 20 chars out each) per
- *             second against the generated share: MPIX_Am, MPIX_Amv (1.0), MPIX_Amv (0.8)
- * Usage: mpix_am_bench [--n N] [--reps R] [--only rate|latency|segments|amv]
- * Prints one line per point: the median of R repetitions. */
+ *             second against the generated share: MPIX_Am, MPIX_Amv (1.0), MPIX_Amv (0.8) (Fig. 9)
+ * Usage: mpix_am_bench [--n N] [--reps R] [--only rate|latency|segments|flush2|amv]
+ * Prints one line per point: the median of R repetitions of the slowest origin (latency:
+ * the best of R, for the AM and its baselines alike). */
 #include "mpix_am.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { INTS = 16, SEQ = 20, MAXSEQ = 10, AMV_SEG = 16 };
+enum { INTS = 16, SEQ = 20, MAXSEQ = 10, AMV_SEG = 16, USER_BUF = 4 << 20 };
 static int rank, size, target, origins;
 static double share = 1.0; /* amv: the share of the maximum output the handler generates */
 
@@ -99,7 +107,8 @@ static int cmp(const void *a, const void *b)
 }
 
 /* Runs body() on every origin between barriers `reps` times; returns the median
- * over repetitions of the slowest origin's seconds. */
+ * over repetitions of the slowest origin's seconds (the best in last_min). */
+static double last_min;
 static double timed(int reps, void (*body)(void *), void *arg)
 {
     double *t = malloc(sizeof(double) * (size_t)reps);
@@ -115,18 +124,19 @@ static double timed(int reps, void (*body)(void *), void *arg)
     }
     qsort(t, (size_t)reps, sizeof *t, cmp);
     double m = t[reps / 2];
+    last_min = t[0];
     free(t);
     return m;
 }
 
-typedef struct { MPI_Win win; MPIX_Am_op op; int n, nseg, kind; } job;
+typedef struct { MPI_Win win; MPIX_Am_op op; int n, nseg, kind, lock; } job;
 static int in_ints[INTS], out_ints[INTS], *big_out, *counts;
 static char seq_in[1000 * SEQ], seq_out[1000 * MAXSEQ * SEQ];
 
 static void am_rate(void *a)
 {
     job *j = a;
-    MPI_Win_lock(MPI_LOCK_SHARED, target, 0, j->win);
+    MPI_Win_lock(j->lock, target, 0, j->win);
     for (int i = 0; i < j->n; i++)
         MPIX_Am(in_ints, INTS, MPI_INT, big_out + (size_t)i % 4096 * INTS, INTS, MPI_INT, 1, target, 0, 1, MPI_INT,
                 j->op, j->win);
@@ -136,7 +146,7 @@ static void am_rate(void *a)
 static void getacc_rate(void *a)
 {
     job *j = a;
-    MPI_Win_lock(MPI_LOCK_SHARED, target, 0, j->win);
+    MPI_Win_lock(j->lock, target, 0, j->win);
     for (int i = 0; i < j->n; i++)
         if (j->kind)
             MPI_Get_accumulate(in_ints, INTS, MPI_INT, big_out + (size_t)i % 4096 * INTS, INTS, MPI_INT, target,
@@ -164,13 +174,46 @@ static void am_latency(void *a)
 static void am_segments(void *a)
 {
     job *j = a;
-    MPI_Win_lock(MPI_LOCK_SHARED, target, 0, j->win);
     for (int i = 0; i < j->n; i++) {
+        MPI_Win_lock(j->lock, target, 0, j->win);
+        MPIX_Am(seq_in, SEQ, MPI_CHAR, seq_out, SEQ, MPI_CHAR, j->nseg, target, 64, 64 * SEQ, MPI_CHAR, j->op,
+                j->win);
+        MPI_Win_unlock(target, j->win);
+    }
+}
+
+static void am_flush2(void *a)
+{
+    job *j = a;
+    for (int i = 0; i < j->n; i++) {
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, j->win);
         MPIX_Am(seq_in, SEQ, MPI_CHAR, seq_out, SEQ, MPI_CHAR, j->nseg, target, 64, 64 * SEQ, MPI_CHAR, j->op,
                 j->win);
         MPI_Win_flush(target, j->win);
+        MPIX_Am(seq_in, SEQ, MPI_CHAR, seq_out, SEQ, MPI_CHAR, j->nseg, target, 64, 64 * SEQ, MPI_CHAR, j->op,
+                j->win);
+        MPI_Win_unlock(target, j->win);
     }
-    MPI_Win_unlock(target, j->win);
+}
+
+/* Seconds per iteration in reservation messages, summed over origins' medians'
+ * worth: the mean over all repetitions of the slowest origin's share. */
+static double sync_per(MPI_Win w, double before, int iters, int reps)
+{
+    double s = 0, worst;
+    long n;
+    MPIX_Am_win_get_sync(w, &s, &n);
+    s -= before;
+    MPI_Allreduce(&s, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return worst / iters / reps;
+}
+
+static double sync_now(MPI_Win w)
+{
+    double s;
+    long n;
+    MPIX_Am_win_get_sync(w, &s, &n);
+    return s;
 }
 
 static void amv_rate(void *a)
@@ -187,15 +230,32 @@ static void amv_rate(void *a)
     MPI_Win_unlock(target, j->win);
 }
 
-static MPI_Win window(const char *threshold, char **mem)
+/* A window whose target attaches a user buffer; hint: every origin is told its
+ * share of it (am_user_buf_<target>) and that no detach interleaves; interleave
+ * alone: only am_buf_interleave_am_detach = false. */
+static char *user_bufs[8];
+static int nuser;
+
+static MPI_Win window(const char *threshold, int hint, int no_interleave)
 {
     MPI_Info info;
     MPI_Win w;
+    char key[32], val[32], *mem;
     MPI_Info_create(&info);
     MPI_Info_set(info, "am_pack_threshold", threshold);
-    MPI_Win_allocate(64 + 64 * SEQ, 1, info, MPI_COMM_WORLD, mem, &w);
+    if (hint) {
+        snprintf(key, sizeof key, "am_user_buf_%d", target);
+        snprintf(val, sizeof val, "%d", USER_BUF / origins);
+        MPI_Info_set(info, key, val);
+    }
+    if (hint || no_interleave) MPI_Info_set(info, "am_buf_interleave_am_detach", "false");
+    MPI_Win_allocate(64 + 64 * SEQ, 1, info, MPI_COMM_WORLD, &mem, &w);
     MPI_Info_free(&info);
-    for (int i = 0; i < 64 * SEQ; i++) (*mem)[64 + i] = (char)('a' + i % 26);
+    for (int i = 0; i < 64 * SEQ; i++) mem[64 + i] = (char)('a' + i % 26);
+    if (rank == target) {
+        user_bufs[nuser] = malloc(USER_BUF);
+        MPIX_Am_win_buffer_attach(user_bufs[nuser++], USER_BUF, w);
+    }
     return w;
 }
 
@@ -211,9 +271,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
     }
-    if (size < 2 || n < 1 || reps < 1) {
+    static const char *measures = " rate latency segments flush2 amv ";
+    char probe[32];
+    snprintf(probe, sizeof probe, " %s ", only);
+    if (size < 2 || n < 1 || reps < 1 || (*only && !strstr(measures, probe))) {
         if (rank == 0) fprintf(stderr, "usage: mpirun -np P>=2 mpix_am_bench [--n N>=1] [--reps R>=1] "
-                                       "[--only rate|latency|segments|amv]\n");
+                                       "[--only rate|latency|segments|flush2|amv]\n");
         MPI_Finalize();
         return 1;
     }
@@ -230,24 +293,31 @@ int main(int argc, char **argv)
     MPIX_Amv_op_create(search_v, &op_search_v);
     int klat = n < 20000 ? n : 20000;
     double t_pp = (!*only || !strcmp(only, "latency")) ? round_trip(klat, reps) : 0;
-    char *mem, *mem1, *mem08;
-    MPI_Win win = window("0.8", &mem), win1 = window("1.0", &mem1), win08 = window("0.8", &mem08);
+    MPI_Win wbase = window("0.8", 0, 0), win = window("0.8", 1, 0), wint = window("0.8", 0, 1),
+            win1 = window("1.0", 1, 0), win08 = window("0.8", 1, 0);
     if (rank == 0) printf("# np %d (%d origin(s) -> rank %d), n %d, median of %d\n", size, origins, target, n, reps);
+    const int SH = MPI_LOCK_SHARED, EX = MPI_LOCK_EXCLUSIVE;
 
     if (!*only || !strcmp(only, "rate")) {
-        job am = { win, op_abs, n, 1, 0 }, ga = { win, 0, n, 1, 1 }, acc = { win, 0, n, 1, 0 };
-        double t_am = timed(reps, am_rate, &am), t_ga = timed(reps, getacc_rate, &ga),
-               t_acc = timed(reps, getacc_rate, &acc);
+        job base = { wbase, op_abs, n, 1, 0, SH }, excl = { wbase, op_abs, n, 1, 0, EX },
+            hint = { win, op_abs, n, 1, 0, SH }, ga = { win, 0, n, 1, 1, SH }, acc = { win, 0, n, 1, 0, SH };
+        double t_b = timed(reps, am_rate, &base), t_e = timed(reps, am_rate, &excl), t_h = timed(reps, am_rate, &hint),
+               t_ga = timed(reps, getacc_rate, &ga), t_acc = timed(reps, getacc_rate, &acc);
         double tot = (double)n * origins;
         if (rank == 0)
-            printf("rate      MPIX_Am %.3g/s  MPI_Get_accumulate %.3g/s  MPI_Accumulate %.3g/s  "
-                   "Am/Get_accumulate %.2f  Am/Accumulate %.2f\n",
-                   tot / t_am, tot / t_ga, tot / t_acc, t_ga / t_am, t_acc / t_am);
+            printf("rate      base %.3g/s  excl %.3g/s  hint %.3g/s  MPI_Get_accumulate %.3g/s  MPI_Accumulate %.3g/s  "
+                   "excl/base %.2f  hint/base %.2f  hint/Get_accumulate %.2f  hint/Accumulate %.2f\n",
+                   tot / t_b, tot / t_e, tot / t_h, tot / t_ga, tot / t_acc, t_b / t_e, t_b / t_h, t_ga / t_h,
+                   t_acc / t_h);
     }
     if (!*only || !strcmp(only, "latency")) {
         int k = klat;
-        job am = { win, op_abs, k, 1, 0 }, ga = { win, 0, k, 1, 1 };
-        double t_am = timed(reps, am_latency, &am) / k, t_ga = timed(reps, am_latency, &ga) / k;
+        job am = { win, op_abs, k, 1, 0, SH }, ga = { win, 0, k, 1, 1, SH };
+        /* best of the repetitions, as for the round trip: the floor under this machine's noise */
+        timed(reps, am_latency, &am);
+        double t_am = last_min / k;
+        timed(reps, am_latency, &ga);
+        double t_ga = last_min / k;
         double t_pp_win = round_trip(k, reps); /* now with AM windows: the progress callback runs */
         if (rank == 0)
             printf("latency   MPIX_Am+flush %.2f us  MPI_Get_accumulate+flush %.2f us  8B round trip %.2f us "
@@ -258,17 +328,37 @@ int main(int argc, char **argv)
         static const int segs[] = { 1, 10, 100, 1000 };
         for (int i = 0; i < 4; i++) {
             int k = n / segs[i] / 10 > 1000 ? 1000 : n / segs[i] / 10 + 1;
-            job j = { win, op_search, k, segs[i], 0 };
-            double t = timed(reps, am_segments, &j) / k;
-            if (rank == 0) printf("segments  %4d  MPIX_Am+flush %.2f us\n", segs[i], t * 1e6);
+            job m[3] = { { wbase, op_search, k, segs[i], 0, SH }, { wbase, op_search, k, segs[i], 0, EX },
+                         { win, op_search, k, segs[i], 0, SH } };
+            double t[3], sy[3];
+            for (int v = 0; v < 3; v++) {
+                double s0 = sync_now(m[v].win);
+                t[v] = timed(reps, am_segments, &m[v]) / k;
+                sy[v] = sync_per(m[v].win, s0, k, reps);
+            }
+            if (rank == 0)
+                printf("segments  %4d  base %.2f us (sync %.2f)  excl %.2f us (sync %.2f)  hint %.2f us (sync %.2f)  "
+                       "excl/base %.2f  hint/excl %.2f\n", segs[i], t[0] * 1e6, sy[0] * 1e6, t[1] * 1e6, sy[1] * 1e6,
+                       t[2] * 1e6, sy[2] * 1e6, t[1] / t[0], t[2] / t[1]);
         }
+    }
+    if (!*only || !strcmp(only, "flush2")) {
+        int k = n / 100 > 1000 ? 1000 : n / 100 + 1;
+        job no = { wbase, op_search, k, 100, 0, EX }, yes = { wint, op_search, k, 100, 0, EX };
+        double s0 = sync_now(wbase), t_no = timed(reps, am_flush2, &no) / k, sy_no = sync_per(wbase, s0, k, reps);
+        s0 = sync_now(wint);
+        double t_yes = timed(reps, am_flush2, &yes) / k, sy_yes = sync_per(wint, s0, k, reps);
+        if (rank == 0)
+            printf("flush2    no hint %.2f us (sync %.2f)  am_buf_interleave_am_detach=false %.2f us (sync %.2f)  "
+                   "hint/no hint %.2f  sync %.2f\n", t_no * 1e6, sy_no * 1e6, t_yes * 1e6, sy_yes * 1e6, t_yes / t_no,
+                   sy_no > 0 ? sy_yes / sy_no : 0.0);
     }
     if (!*only || !strcmp(only, "amv")) {
         int k = n / AMV_SEG > 0 ? n / AMV_SEG : 1;
         for (int p = 1; p <= 10; p++) {
             share = p / 10.0;
-            job am = { win, op_search_full, k, AMV_SEG, 0 }, v1 = { win1, op_search_v, k, AMV_SEG, 1 },
-                v08 = { win08, op_search_v, k, AMV_SEG, 1 };
+            job am = { win, op_search_full, k, AMV_SEG, 0, SH }, v1 = { win1, op_search_v, k, AMV_SEG, 1, SH },
+                v08 = { win08, op_search_v, k, AMV_SEG, 1, SH };
             double t_am = timed(reps, amv_rate, &am), t1 = timed(reps, amv_rate, &v1),
                    t08 = timed(reps, amv_rate, &v08);
             double tot = (double)k * origins;
@@ -278,9 +368,12 @@ int main(int argc, char **argv)
                        share, tot / t_am, tot / t1, tot / t08, t_am / t1, t_am / t08);
         }
     }
+    MPI_Win_free(&wbase);
     MPI_Win_free(&win);
+    MPI_Win_free(&wint);
     MPI_Win_free(&win1);
     MPI_Win_free(&win08);
+    for (int i = 0; i < nuser; i++) free(user_bufs[i]);
     free(big_out);
     free(counts);
     MPI_Finalize();
