@@ -106,27 +106,32 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Runs body() on every origin between barriers `reps` times; returns the median
- * over repetitions of the slowest origin's seconds (the best in last_min). */
-static double last_min;
-static double timed(int reps, void (*body)(void *), void *arg)
+/* Runs each variant's body() on every origin between barriers, the variants
+ * interleaved within each of `reps` rounds (so that load from other jobs falls on
+ * all alike); med[v] and best[v]: the median and the best over rounds of the
+ * slowest origin's seconds. */
+typedef struct { void (*body)(void *); void *arg; } variant;
+
+static void timed(int reps, int nv, const variant *v, double *med, double *best)
 {
-    double *t = malloc(sizeof(double) * (size_t)reps);
-    for (int r = 0; r < reps; r++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime(), dt = 0;
-        if (rank != target) {
-            body(arg);
-            dt = MPI_Wtime() - t0;
+    double *t = malloc(sizeof(double) * (size_t)(reps * nv));
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < nv; i++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime(), dt = 0;
+            if (rank != target) {
+                v[i].body(v[i].arg);
+                dt = MPI_Wtime() - t0;
+            }
+            MPI_Barrier(MPI_COMM_WORLD); /* the target serves here */
+            MPI_Allreduce(&dt, &t[i * reps + r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         }
-        MPI_Barrier(MPI_COMM_WORLD); /* the target serves here */
-        MPI_Allreduce(&dt, &t[r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    for (int i = 0; i < nv; i++) {
+        qsort(t + i * reps, (size_t)reps, sizeof *t, cmp);
+        med[i] = t[i * reps + reps / 2];
+        if (best) best[i] = t[i * reps];
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp);
-    double m = t[reps / 2];
-    last_min = t[0];
     free(t);
-    return m;
 }
 
 typedef struct { MPI_Win win; MPIX_Am_op op; int n, nseg, kind, lock; } job;
@@ -233,7 +238,7 @@ static void amv_rate(void *a)
 /* A window whose target attaches a user buffer; hint: every origin is told its
  * share of it (am_user_buf_<target>) and that no detach interleaves; interleave
  * alone: only am_buf_interleave_am_detach = false. */
-static char *user_bufs[8];
+static char *user_bufs[8]; /* the target's, one per window */
 static int nuser;
 
 static MPI_Win window(const char *threshold, int hint, int no_interleave)
@@ -293,16 +298,19 @@ int main(int argc, char **argv)
     MPIX_Amv_op_create(search_v, &op_search_v);
     int klat = n < 20000 ? n : 20000;
     double t_pp = (!*only || !strcmp(only, "latency")) ? round_trip(klat, reps) : 0;
-    MPI_Win wbase = window("0.8", 0, 0), win = window("0.8", 1, 0), wint = window("0.8", 0, 1),
-            win1 = window("1.0", 1, 0), win08 = window("0.8", 1, 0);
+    MPI_Win wbase = window("0.8", 0, 0), wexcl = window("0.8", 0, 0), win = window("0.8", 1, 0),
+            wint = window("0.8", 0, 1), win1 = window("1.0", 1, 0), win08 = window("0.8", 1, 0);
     if (rank == 0) printf("# np %d (%d origin(s) -> rank %d), n %d, median of %d\n", size, origins, target, n, reps);
     const int SH = MPI_LOCK_SHARED, EX = MPI_LOCK_EXCLUSIVE;
 
     if (!*only || !strcmp(only, "rate")) {
-        job base = { wbase, op_abs, n, 1, 0, SH }, excl = { wbase, op_abs, n, 1, 0, EX },
+        job base = { wbase, op_abs, n, 1, 0, SH }, excl = { wexcl, op_abs, n, 1, 0, EX },
             hint = { win, op_abs, n, 1, 0, SH }, ga = { win, 0, n, 1, 1, SH }, acc = { win, 0, n, 1, 0, SH };
-        double t_b = timed(reps, am_rate, &base), t_e = timed(reps, am_rate, &excl), t_h = timed(reps, am_rate, &hint),
-               t_ga = timed(reps, getacc_rate, &ga), t_acc = timed(reps, getacc_rate, &acc);
+        variant v[5] = { { am_rate, &base }, { am_rate, &excl }, { am_rate, &hint }, { getacc_rate, &ga },
+                         { getacc_rate, &acc } };
+        double m[5];
+        timed(reps, 5, v, m, NULL);
+        double t_b = m[0], t_e = m[1], t_h = m[2], t_ga = m[3], t_acc = m[4];
         double tot = (double)n * origins;
         if (rank == 0)
             printf("rate      base %.3g/s  excl %.3g/s  hint %.3g/s  MPI_Get_accumulate %.3g/s  MPI_Accumulate %.3g/s  "
@@ -314,10 +322,10 @@ int main(int argc, char **argv)
         int k = klat;
         job am = { win, op_abs, k, 1, 0, SH }, ga = { win, 0, k, 1, 1, SH };
         /* best of the repetitions, as for the round trip: the floor under this machine's noise */
-        timed(reps, am_latency, &am);
-        double t_am = last_min / k;
-        timed(reps, am_latency, &ga);
-        double t_ga = last_min / k;
+        variant v[2] = { { am_latency, &am }, { am_latency, &ga } };
+        double m[2], b[2];
+        timed(reps, 2, v, m, b);
+        double t_am = b[0] / k, t_ga = b[1] / k;
         double t_pp_win = round_trip(k, reps); /* now with AM windows: the progress callback runs */
         if (rank == 0)
             printf("latency   MPIX_Am+flush %.2f us  MPI_Get_accumulate+flush %.2f us  8B round trip %.2f us "
@@ -328,13 +336,15 @@ int main(int argc, char **argv)
         static const int segs[] = { 1, 10, 100, 1000 };
         for (int i = 0; i < 4; i++) {
             int k = n / segs[i] / 10 > 1000 ? 1000 : n / segs[i] / 10 + 1;
-            job m[3] = { { wbase, op_search, k, segs[i], 0, SH }, { wbase, op_search, k, segs[i], 0, EX },
+            job m[3] = { { wbase, op_search, k, segs[i], 0, SH }, { wexcl, op_search, k, segs[i], 0, EX },
                          { win, op_search, k, segs[i], 0, SH } };
-            double t[3], sy[3];
-            for (int v = 0; v < 3; v++) {
-                double s0 = sync_now(m[v].win);
-                t[v] = timed(reps, am_segments, &m[v]) / k;
-                sy[v] = sync_per(m[v].win, s0, k, reps);
+            variant v[3] = { { am_segments, &m[0] }, { am_segments, &m[1] }, { am_segments, &m[2] } };
+            double t[3], sy[3], s0[3];
+            for (int i = 0; i < 3; i++) s0[i] = sync_now(m[i].win);
+            timed(reps, 3, v, t, NULL);
+            for (int i = 0; i < 3; i++) {
+                t[i] /= k;
+                sy[i] = sync_per(m[i].win, s0[i], k, reps);
             }
             if (rank == 0)
                 printf("segments  %4d  base %.2f us (sync %.2f)  excl %.2f us (sync %.2f)  hint %.2f us (sync %.2f)  "
@@ -345,9 +355,11 @@ int main(int argc, char **argv)
     if (!*only || !strcmp(only, "flush2")) {
         int k = n / 100 > 1000 ? 1000 : n / 100 + 1;
         job no = { wbase, op_search, k, 100, 0, EX }, yes = { wint, op_search, k, 100, 0, EX };
-        double s0 = sync_now(wbase), t_no = timed(reps, am_flush2, &no) / k, sy_no = sync_per(wbase, s0, k, reps);
-        s0 = sync_now(wint);
-        double t_yes = timed(reps, am_flush2, &yes) / k, sy_yes = sync_per(wint, s0, k, reps);
+        variant v[2] = { { am_flush2, &no }, { am_flush2, &yes } };
+        double t[2], s0 = sync_now(wbase), s1 = sync_now(wint);
+        timed(reps, 2, v, t, NULL);
+        double t_no = t[0] / k, t_yes = t[1] / k, sy_no = sync_per(wbase, s0, k, reps),
+               sy_yes = sync_per(wint, s1, k, reps);
         if (rank == 0)
             printf("flush2    no hint %.2f us (sync %.2f)  am_buf_interleave_am_detach=false %.2f us (sync %.2f)  "
                    "hint/no hint %.2f  sync %.2f\n", t_no * 1e6, sy_no * 1e6, t_yes * 1e6, sy_yes * 1e6, t_yes / t_no,
@@ -359,8 +371,10 @@ int main(int argc, char **argv)
             share = p / 10.0;
             job am = { win, op_search_full, k, AMV_SEG, 0, SH }, v1 = { win1, op_search_v, k, AMV_SEG, 1, SH },
                 v08 = { win08, op_search_v, k, AMV_SEG, 1, SH };
-            double t_am = timed(reps, amv_rate, &am), t1 = timed(reps, amv_rate, &v1),
-                   t08 = timed(reps, amv_rate, &v08);
+            variant v[3] = { { amv_rate, &am }, { amv_rate, &v1 }, { amv_rate, &v08 } };
+            double t[3];
+            timed(reps, 3, v, t, NULL);
+            double t_am = t[0], t1 = t[1], t08 = t[2];
             double tot = (double)k * origins;
             if (rank == 0)
                 printf("amv       share %.1f  MPIX_Am %.3g/s  MPIX_Amv(1.0) %.3g/s  MPIX_Amv(0.8) %.3g/s  "
@@ -369,6 +383,7 @@ int main(int argc, char **argv)
         }
     }
     MPI_Win_free(&wbase);
+    MPI_Win_free(&wexcl);
     MPI_Win_free(&win);
     MPI_Win_free(&wint);
     MPI_Win_free(&win1);
