@@ -207,9 +207,12 @@ static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_c
                   void *out, int out_count, MPI_Datatype out_type, int *counts, int target, long long staged)
 {
     size_t in_total = (size_t)h->in_bytes * (size_t)h->nseg, out_total = (size_t)h->out_bytes * (size_t)h->nseg;
-    size_t need = sizeof *h + AM_PAD(in_total);
+    size_t need = sizeof *h + AM_PAD(in_total), resp_need = sizeof(am_resp) + AM_PAD(out_total);
+    if (kind == KIND_AMV) resp_need += AM_PAD(sizeof(int) * (size_t)h->nseg);
     am_batch *b = w->open[target];
-    if (b && (b->send_len + need > BATCH_BYTES || b->n == BATCH_AMS)) am_send_open(w, target);
+    /* both directions stay under BATCH_BYTES (eager sizes), unless one AM alone is larger */
+    if (b && (b->send_len + need > BATCH_BYTES || b->resp_len + resp_need > BATCH_BYTES || b->n == BATCH_AMS))
+        am_send_open(w, target);
     while (w->inflight[target] >= MAX_INFLIGHT) am_retire_oldest(w, target); /* flow control */
     if (!w->open[target]) w->open[target] = batch_new(w, target);
     b = w->open[target];
@@ -230,9 +233,8 @@ static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_c
         b->slot_cap = (int)cap;
     }
     b->slot[b->n++] = (am_slot){ out, counts, kind, h->nseg, h->out_bytes, out_count, ot, out_type, staged };
-    b->resp_len += sizeof(am_resp) + AM_PAD(out_total);
-    if (kind == KIND_AMV) b->resp_len += AM_PAD(sizeof(int) * (size_t)h->nseg);
-    if (b->send_len >= BATCH_BYTES || b->n == BATCH_AMS) am_send_open(w, target);
+    b->resp_len += resp_need;
+    if (b->send_len >= BATCH_BYTES || b->resp_len >= BATCH_BYTES || b->n == BATCH_AMS) am_send_open(w, target);
 }
 
 static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, void *out, int out_count,
