@@ -4,8 +4,10 @@
  * am_user_buf_<rank> guarantees; beyond that it reserves space in the target's
  * attached user buffers with a handshake (a round trip) before the AM goes.
  * Reservations are returned at the epoch's synchronization; under an exclusive
- * lock the origin reserves every free byte once at lock time and, with the info
- * key am_buf_interleave_am_detach = false, keeps it across flushes. */
+ * lock the origin reserves every free byte once (when its system buffer is first
+ * full: AMs that fit it need no message, and Open MPI's lock is not ours to
+ * piggyback on) and, with am_buf_interleave_am_detach = false, keeps it across
+ * flushes. */
 #include "am_internal.h"
 #include <limits.h>
 #include <stdlib.h>
@@ -99,8 +101,5 @@ void am_credit_sync(am_win *w, int t, int epoch_ends)
 
 void am_credit_lock(am_win *w, int t, int exclusive)
 {
-    w->excl[t] = exclusive;
-    if (!exclusive) return;
-    handshake(w, t, RESERVE_ALL, 0); /* the one message after MPI_Win_lock */
-    w->holds_all[t] = 1;
+    w->excl[t] = exclusive; /* the one reservation is made when the system buffer is first full */
 }

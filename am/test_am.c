@@ -252,7 +252,7 @@ static void progress(MPI_Win win, MPIX_Am_op op_abs)
 }
 
 /* Buffer reservation counted in round trips (MPIX_Am_win_get_sync): base (shared
- * lock), the exclusive lock's one reservation at lock time (resynchronised at a
+ * lock), the exclusive lock's one reservation per epoch (resynchronised at a
  * flush unless am_buf_interleave_am_detach = false), and the am_user_buf_<rank>
  * hint (none). 16 AMs of 4000 staging bytes exceed the 8 KiB system buffer and fit
  * the 64 KiB user buffer. */

@@ -213,6 +213,14 @@ static double sync_per(MPI_Win w, double before, int iters, int reps)
     return worst / iters / reps;
 }
 
+static long trips_now(MPI_Win w)
+{
+    double s;
+    long n;
+    MPIX_Am_win_get_sync(w, &s, &n);
+    return n;
+}
+
 static double sync_now(MPI_Win w)
 {
     double s;
@@ -296,12 +304,28 @@ int main(int argc, char **argv)
     MPIX_Am_op_create(search, &op_search);
     MPIX_Am_op_create(search_full, &op_search_full);
     MPIX_Amv_op_create(search_v, &op_search_v);
+    if (rank == 0) printf("# np %d (%d origin(s) -> rank %d), n %d, median of %d\n", size, origins, target, n, reps);
     int klat = n < 20000 ? n : 20000;
     double t_pp = (!*only || !strcmp(only, "latency")) ? round_trip(klat, reps) : 0;
-    MPI_Win wbase = window("0.8", 0, 0), wexcl = window("0.8", 0, 0), win = window("0.8", 1, 0),
-            wint = window("0.8", 0, 1), win1 = window("1.0", 1, 0), win08 = window("0.8", 1, 0);
-    if (rank == 0) printf("# np %d (%d origin(s) -> rank %d), n %d, median of %d\n", size, origins, target, n, reps);
+    /* latency first, with its window alone: the target probes every AM window it has */
+    MPI_Win win = window("0.8", 1, 0);
     const int SH = MPI_LOCK_SHARED, EX = MPI_LOCK_EXCLUSIVE;
+    if (!*only || !strcmp(only, "latency")) {
+        int k = klat;
+        job am = { win, op_abs, k, 1, 0, SH }, ga = { win, 0, k, 1, 1, SH };
+        /* best of the repetitions, as for the round trip: the floor under this machine's noise */
+        variant v[2] = { { am_latency, &am }, { am_latency, &ga } };
+        double m[2], b[2];
+        timed(reps, 2, v, m, b);
+        double t_am = b[0] / k, t_ga = b[1] / k;
+        double t_pp_win = round_trip(k, reps); /* now with AM windows: the progress callback runs */
+        if (rank == 0)
+            printf("latency   MPIX_Am+flush %.2f us  MPI_Get_accumulate+flush %.2f us  8B round trip %.2f us "
+                   "(%.2f us with AM windows)  Am/Get_accumulate %.2f  Am/round trip %.2f\n",
+                   t_am * 1e6, t_ga * 1e6, t_pp * 1e6, t_pp_win * 1e6, t_am / t_ga, t_pp > 0 ? t_am / t_pp : 0.0);
+    }
+    MPI_Win wbase = window("0.8", 0, 0), wexcl = window("0.8", 0, 0), wint = window("0.8", 0, 1),
+            win1 = window("1.0", 1, 0), win08 = window("0.8", 1, 0);
 
     if (!*only || !strcmp(only, "rate")) {
         job base = { wbase, op_abs, n, 1, 0, SH }, excl = { wexcl, op_abs, n, 1, 0, EX },
@@ -318,20 +342,6 @@ int main(int argc, char **argv)
                    tot / t_b, tot / t_e, tot / t_h, tot / t_ga, tot / t_acc, t_b / t_e, t_b / t_h, t_ga / t_h,
                    t_acc / t_h);
     }
-    if (!*only || !strcmp(only, "latency")) {
-        int k = klat;
-        job am = { win, op_abs, k, 1, 0, SH }, ga = { win, 0, k, 1, 1, SH };
-        /* best of the repetitions, as for the round trip: the floor under this machine's noise */
-        variant v[2] = { { am_latency, &am }, { am_latency, &ga } };
-        double m[2], b[2];
-        timed(reps, 2, v, m, b);
-        double t_am = b[0] / k, t_ga = b[1] / k;
-        double t_pp_win = round_trip(k, reps); /* now with AM windows: the progress callback runs */
-        if (rank == 0)
-            printf("latency   MPIX_Am+flush %.2f us  MPI_Get_accumulate+flush %.2f us  8B round trip %.2f us "
-                   "(%.2f us with AM windows)  Am/Get_accumulate %.2f  Am/round trip %.2f\n",
-                   t_am * 1e6, t_ga * 1e6, t_pp * 1e6, t_pp_win * 1e6, t_am / t_ga, t_pp > 0 ? t_am / t_pp : 0.0);
-    }
     if (!*only || !strcmp(only, "segments")) {
         static const int segs[] = { 1, 10, 100, 1000 };
         for (int i = 0; i < 4; i++) {
@@ -339,17 +349,23 @@ int main(int argc, char **argv)
             job m[3] = { { wbase, op_search, k, segs[i], 0, SH }, { wexcl, op_search, k, segs[i], 0, EX },
                          { win, op_search, k, segs[i], 0, SH } };
             variant v[3] = { { am_segments, &m[0] }, { am_segments, &m[1] }, { am_segments, &m[2] } };
-            double t[3], sy[3], s0[3];
-            for (int i = 0; i < 3; i++) s0[i] = sync_now(m[i].win);
+            double t[3], sy[3], s0[3], tr[3];
+            long n0[3];
+            for (int i = 0; i < 3; i++) {
+                s0[i] = sync_now(m[i].win);
+                n0[i] = trips_now(m[i].win);
+            }
             timed(reps, 3, v, t, NULL);
             for (int i = 0; i < 3; i++) {
                 t[i] /= k;
                 sy[i] = sync_per(m[i].win, s0[i], k, reps);
+                tr[i] = (double)(trips_now(m[i].win) - n0[i]) / k / reps;
             }
             if (rank == 0)
-                printf("segments  %4d  base %.2f us (sync %.2f)  excl %.2f us (sync %.2f)  hint %.2f us (sync %.2f)  "
-                       "excl/base %.2f  hint/excl %.2f\n", segs[i], t[0] * 1e6, sy[0] * 1e6, t[1] * 1e6, sy[1] * 1e6,
-                       t[2] * 1e6, sy[2] * 1e6, t[1] / t[0], t[2] / t[1]);
+                printf("segments  %4d  base %.2f us (%.1f trips, %.2f us)  excl %.2f us (%.1f, %.2f)  "
+                       "hint %.2f us (%.1f, %.2f)  excl/base %.2f  hint/excl %.2f\n", segs[i], t[0] * 1e6, tr[0],
+                       sy[0] * 1e6, t[1] * 1e6, tr[1], sy[1] * 1e6, t[2] * 1e6, tr[2], sy[2] * 1e6, t[1] / t[0],
+                       t[2] / t[1]);
         }
     }
     if (!*only || !strcmp(only, "flush2")) {
