@@ -12,7 +12,7 @@
  *             8 B MPI_Send/MPI_Recv round trip (np 2 only)
  *   segments: lock, one remote-search AM (20 chars in, 20 out per segment), unlock: 1 to 1000
  *             segments, base/excl/hint, with the time in reservation messages (Fig. 5(a)(b))
- *   flush2:   exclusive lock, AM, flush, AM, unlock (100 segments each), without and with
+ *   flush2:   exclusive lock, AM, flush, AM, unlock (1000 segments each), without and with
  *             am_buf_interleave_am_detach = false (Fig. 5(e)(f))
  *   amv:      remote-search AMs of 16 segments (up to 10 sequences of 20 chars out each) per
  *             second against the generated share: MPIX_Am, MPIX_Amv (1.0), MPIX_Amv (0.8) (Fig. 9)
@@ -369,12 +369,12 @@ int main(int argc, char **argv)
         }
     }
     if (!*only || !strcmp(only, "flush2")) {
-        int k = n / 100 > 1000 ? 1000 : n / 100 + 1;
-        job no = { wbase, op_search, k, 100, 0, EX }, yes = { wint, op_search, k, 100, 0, EX };
+        int k = n / 1000 > 1000 ? 1000 : n / 1000 + 1;
+        job no = { wexcl, op_search, k, 1000, 0, EX }, yes = { wint, op_search, k, 1000, 0, EX };
         variant v[2] = { { am_flush2, &no }, { am_flush2, &yes } };
-        double t[2], s0 = sync_now(wbase), s1 = sync_now(wint);
+        double t[2], s0 = sync_now(wexcl), s1 = sync_now(wint);
         timed(reps, 2, v, t, NULL);
-        double t_no = t[0] / k, t_yes = t[1] / k, sy_no = sync_per(wbase, s0, k, reps),
+        double t_no = t[0] / k, t_yes = t[1] / k, sy_no = sync_per(wexcl, s0, k, reps),
                sy_yes = sync_per(wint, s1, k, reps);
         if (rank == 0)
             printf("flush2    no hint %.2f us (sync %.2f)  am_buf_interleave_am_detach=false %.2f us (sync %.2f)  "
