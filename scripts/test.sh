@@ -53,6 +53,10 @@ for backend in $backends; do
     suite "MPI tests, backend $backend" test/mpi/run-mpi-tests.sh build/test-mpi \
         --mca pml ubermatch --mca pml_ubermatch_backend "$backend"
 done
+# Info assertions with pml_ubermatch_assertions all (nosource engines too; the
+# default honour runs in every backend's suite above), a few seconds.
+suite "MPI test: info assertions, pml_ubermatch_assertions all" env MPI_TESTS_ONLY=assertions \
+    test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_assertions all
 # auto with thresholds that index every queue of two elements: the indexed
 # forms and the changes between forms under real MPI traffic.
 suite "MPI tests, backend auto indexing at 2 elements" test/mpi/run-mpi-tests.sh build/test-mpi \

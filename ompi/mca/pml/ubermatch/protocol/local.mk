@@ -13,6 +13,7 @@ ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_SOURCES = \
 	ompi/mca/pml/ubermatch/protocol/delivery.cc \
 	ompi/mca/pml/ubermatch/protocol/send.cc \
 	ompi/mca/pml/ubermatch/protocol/peer.cc \
+	ompi/mca/pml/ubermatch/protocol/relaxed.cc \
 	ompi/mca/pml/ubermatch/protocol/c_api.cc
 ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CFLAGS)
 ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_LIBADD = matching/libubermatch_matching.la \
