@@ -1,329 +1,322 @@
-/* Active messages over point-to-point on a private duplicate of the window's
- * communicator (matched by our engine under --mca pml ubermatch, works under any
- * PML).  Epoch calls are intercepted through the PMPI profiling interface so that
- * an unchanged MPI program's fence/unlock/flush completes its AMs; targets serve
- * AMs while inside those calls and inside MPI_Barrier / MPI_Win_free. */
-#include "mpix_am.h"
+/* Active messages, origin side: MPIX_Am / MPIX_Amv coalesce AMs per target into
+ * batches sent non-blocking (point-to-point on a private duplicate of the window's
+ * communicator); a batch's response carries every AM's output.  Completion waits
+ * for the responses, serving incoming AMs meanwhile, so no AM costs a blocking
+ * round trip of its own. */
+#include "am_internal.h"
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 
-enum { TAG_REQ = 1, TAG_RESP = 2, MAX_OPS = 64, MAX_BUFS = 16 };
-enum { SYSTEM_BUF_BYTES = 4096 }; /* per-origin system buffer */
+am_op_entry am_ops[MAX_OPS];
+int am_nops;
+int am_busy;
 
-typedef struct {
-    int op, fence, pcount, nseg, in_bytes, out_bytes; /* per-segment bytes */
-    MPI_Aint disp;
-} am_hdr;
-
-typedef struct am_pending {
-    MPI_Request req[2];  /* send of request, receive of response */
-    void *send, *resp, *out;
-    int target, out_total;
-    struct am_pending *next;
-} am_pending;
-
-typedef struct {
-    MPI_Comm comm;
-    int rank, size, fence_open, *locked, *issued, served_fence;
-    char *base;
-    int disp_unit;
-    void *buf[MAX_BUFS];
-    int buf_size[MAX_BUFS], nbuf;
-    am_pending *pending;
-    int error; /* first error reported back by a target */
-} am_win;
-
-static MPIX_AM_USER_FUNCTION *ops[MAX_OPS];
-static int nops;
-static int keyval = MPI_KEYVAL_INVALID;
-static am_win *last_win; /* the window a barrier serves: the most recent one created */
-
-static int fail(int code, const char *msg)
+int am_fail(int code, const char *msg)
 {
     fprintf(stderr, "mpix_am: %s\n", msg);
     return code;
 }
 
-int MPIX_Am_op_create(MPIX_AM_USER_FUNCTION *fn, MPIX_Am_op *op)
+void *am_grow(void *p, size_t *cap, size_t need, size_t elem)
 {
-    if (!fn || !op) return fail(MPI_ERR_ARG, "MPIX_Am_op_create: null handler or op");
-    if (nops == MAX_OPS) return fail(MPI_ERR_INTERN, "MPIX_Am_op_create: more than 64 handlers");
-    ops[nops] = fn;
-    *op = nops++;
+    if (need <= *cap) return p;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) c *= 2;
+    p = realloc(p, c * elem);
+    if (!p) abort(); /* out of memory while queueing an AM: nothing sane to return */
+    *cap = c;
+    return p;
+}
+
+/* Predefined types travel as an index, so the handler sees the origin's type and
+ * counts; any other type travels packed, as bytes. */
+static MPI_Datatype types[16];
+static int ntypes;
+
+static void types_init(void)
+{
+    if (ntypes) return;
+    MPI_Datatype t[] = { MPI_BYTE, MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_SHORT,
+                         MPI_UNSIGNED_SHORT, MPI_INT, MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG,
+                         MPI_LONG_LONG, MPI_UNSIGNED_LONG_LONG, MPI_FLOAT, MPI_DOUBLE,
+                         MPI_INT64_T, MPI_UINT64_T };
+    memcpy(types, t, sizeof t);
+    ntypes = (int)(sizeof t / sizeof t[0]);
+}
+
+int am_type_index(MPI_Datatype t)
+{
+    types_init();
+    for (int i = 0; i < ntypes; i++)
+        if (types[i] == t) return i;
+    return -1;
+}
+
+MPI_Datatype am_type_of(int index)
+{
+    types_init();
+    return index >= 0 && index < ntypes ? types[index] : MPI_BYTE;
+}
+
+static int op_create(int kind, void *fn, MPIX_Am_op *op)
+{
+    if (!fn || !op) return am_fail(MPI_ERR_ARG, "MPIX_Am(v)_op_create: null handler or op");
+    if (am_nops == MAX_OPS) return am_fail(MPI_ERR_INTERN, "MPIX_Am(v)_op_create: more than 64 handlers");
+    am_ops[am_nops].kind = kind;
+    am_ops[am_nops].fn = fn;
+    *op = am_nops++;
     return MPI_SUCCESS;
 }
 
-static am_win *state(MPI_Win win)
+int MPIX_Am_op_create(MPIX_AM_USER_FUNCTION *fn, MPIX_Am_op *op)
 {
-    am_win *w = NULL;
-    int flag = 0;
-    if (keyval != MPI_KEYVAL_INVALID) PMPI_Win_get_attr(win, keyval, &w, &flag);
-    return flag ? w : NULL;
+    return op_create(KIND_AM, (void *)fn, op);
 }
 
-static void setup(MPI_Win win, MPI_Comm comm)
+int MPIX_Amv_op_create(MPIX_AMV_USER_FUNCTION *fn, MPIX_Am_op *op)
 {
-    if (keyval == MPI_KEYVAL_INVALID)
-        PMPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, MPI_WIN_NULL_DELETE_FN, &keyval, NULL);
-    am_win *w = calloc(1, sizeof *w);
-    PMPI_Comm_dup(comm, &w->comm);
-    PMPI_Comm_rank(comm, &w->rank);
-    PMPI_Comm_size(comm, &w->size);
-    w->locked = calloc((size_t)w->size, sizeof(int));
-    w->issued = calloc((size_t)w->size, sizeof(int));
-    void *base; int *du; int flag;
-    PMPI_Win_get_attr(win, MPI_WIN_BASE, &base, &flag);
-    w->base = base;
-    PMPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &du, &flag);
-    w->disp_unit = *du;
-    PMPI_Win_set_attr(win, keyval, w);
-    last_win = w;
+    return op_create(KIND_AMV, (void *)fn, op);
 }
 
-int MPI_Win_create(void *base, MPI_Aint size, int du, MPI_Info info, MPI_Comm comm, MPI_Win *win)
+/* Batches are recycled through the window's spare list with their buffers. */
+static am_batch *batch_new(am_win *w, int target)
 {
-    int rc = PMPI_Win_create(base, size, du, info, comm, win);
-    if (rc == MPI_SUCCESS) setup(*win, comm);
-    return rc;
-}
-
-int MPI_Win_allocate(MPI_Aint size, int du, MPI_Info info, MPI_Comm comm, void *base, MPI_Win *win)
-{
-    int rc = PMPI_Win_allocate(size, du, info, comm, base, win);
-    if (rc == MPI_SUCCESS) setup(*win, comm);
-    return rc;
-}
-
-/* Largest staging buffer a segment of `bytes` may use at this target. */
-static int fits(const am_win *w, int bytes)
-{
-    if (bytes <= SYSTEM_BUF_BYTES) return 1;
-    for (int i = 0; i < w->nbuf; i++)
-        if (w->buf[i] && w->buf_size[i] >= bytes) return 1;
-    return 0;
-}
-
-/* Serve one AM if one has arrived; returns 1 if it did. */
-static int serve_one(am_win *w)
-{
-    int flag, bytes;
-    MPI_Status st;
-    PMPI_Iprobe(MPI_ANY_SOURCE, TAG_REQ, w->comm, &flag, &st);
-    if (!flag) return 0;
-    PMPI_Get_count(&st, MPI_BYTE, &bytes);
-    char *msg = malloc((size_t)bytes);
-    PMPI_Recv(msg, bytes, MPI_BYTE, st.MPI_SOURCE, TAG_REQ, w->comm, MPI_STATUS_IGNORE);
-    am_hdr h;
-    memcpy(&h, msg, sizeof h);
-    size_t out_total = (size_t)h.out_bytes * (size_t)h.nseg;
-    char *resp = calloc(1, sizeof(int) + out_total);
-    int err = MPI_SUCCESS;
-    if (h.op < 0 || h.op >= nops) err = MPI_ERR_OP;
-    else if (!fits(w, h.in_bytes + h.out_bytes)) err = MPI_ERR_BUFFER;
-    for (int s = 0; err == MPI_SUCCESS && s < h.nseg; s++) {
-        const char *in = msg + sizeof h + (size_t)s * (size_t)h.in_bytes;
-        char *out = resp + sizeof(int) + (size_t)s * (size_t)h.out_bytes;
-        err = ops[h.op](in, h.in_bytes, MPI_BYTE, out, h.out_bytes, MPI_BYTE,
-                        w->base + h.disp * w->disp_unit, h.pcount, MPI_BYTE);
+    am_batch *b = w->spare;
+    if (b) {
+        w->spare = b->next;
+    } else {
+        if (!(b = calloc(1, sizeof *b))) abort();
+        b->send = am_grow(NULL, &b->send_cap, BATCH_BYTES + 256, 1);
     }
-    memcpy(resp, &err, sizeof err);
-    PMPI_Send(resp, (int)(sizeof(int) + out_total), MPI_BYTE, st.MPI_SOURCE, TAG_RESP, w->comm);
-    free(resp);
-    free(msg);
-    if (h.fence) w->served_fence++;
-    return 1;
+    b->next = NULL;
+    b->n = 0;
+    b->resp_len = 0;
+    b->target = target;
+    b->fence = !w->access[target];
+    b->send_len = sizeof(batch_hdr);
+    return b;
 }
 
-/* Complete the origin's AMs to `target` (all targets if MPI_ANY_SOURCE), serving meanwhile. */
-static int complete(am_win *w, int target)
+static void batch_recycle(am_win *w, am_batch *b)
 {
-    am_pending **p = &w->pending;
-    while (*p) {
-        am_pending *a = *p;
-        if (target != MPI_ANY_SOURCE && a->target != target) { p = &a->next; continue; }
-        int done = 0;
-        while (!done) {
-            PMPI_Testall(2, a->req, &done, MPI_STATUSES_IGNORE);
-            if (!done) serve_one(w);
+    b->next = w->spare;
+    w->spare = b;
+}
+
+void am_batches_free(am_win *w)
+{
+    for (am_batch *b = w->spare, *n; b; b = n) {
+        n = b->next;
+        free(b->send); free(b->resp); free(b->slot); free(b);
+    }
+    w->spare = NULL;
+}
+
+void am_send_open(am_win *w, int target)
+{
+    am_batch *b = w->open[target];
+    if (!b) return;
+    w->open[target] = NULL;
+    batch_hdr bh = { b->n, b->fence };
+    memcpy(b->send, &bh, sizeof bh);
+    b->resp = am_grow(b->resp, &b->resp_cap, b->resp_len, 1);
+    PMPI_Irecv(b->resp, (int)b->resp_len, MPI_BYTE, target, TAG_RESP, w->comm, &b->req[1]);
+    PMPI_Isend(b->send, (int)b->send_len, MPI_BYTE, target, TAG_REQ, w->comm, &b->req[0]);
+    if (w->tail[target]) w->tail[target]->next = b;
+    else w->head[target] = b;
+    w->tail[target] = b;
+    w->inflight[target]++;
+    if (b->fence) w->issued[target]++;
+}
+
+static void record_error(am_win *w, int err)
+{
+    if (w->error == MPI_SUCCESS) w->error = err;
+}
+
+/* Copies one AM's output out of a response; returns the bytes it took. */
+static size_t unpack_one(am_win *w, const am_slot *s, const char *p)
+{
+    am_resp r;
+    memcpy(&r, p, sizeof r);
+    size_t off = sizeof r, full = (size_t)s->out_bytes * (size_t)s->nseg;
+    if (r.status != MPI_SUCCESS) { record_error(w, r.status); return off; }
+    if (s->kind == KIND_AM) {
+        if (s->packed_type >= 0) {
+            if (full) memcpy(s->out, p + off, full);
+        } else {
+            int pos = 0;
+            PMPI_Unpack(p + off, (int)full, &pos, s->out, s->out_count * s->nseg, s->out_type, w->comm);
         }
-        int err;
-        memcpy(&err, a->resp, sizeof err);
-        if (err == MPI_SUCCESS) memcpy(a->out, (char *)a->resp + sizeof err, (size_t)a->out_total);
-        else if (w->error == MPI_SUCCESS) w->error = err;
-        *p = a->next;
-        free(a->send); free(a->resp); free(a);
+        return off + AM_PAD(full);
     }
+    memcpy(s->counts, p + off, sizeof(int) * (size_t)s->nseg);
+    off += AM_PAD(sizeof(int) * (size_t)s->nseg);
+    if (!r.packed) {
+        if (full) memcpy(s->out, p + off, full);
+        return off + AM_PAD(full);
+    }
+    size_t elem = (size_t)s->out_bytes / (size_t)(s->out_count ? s->out_count : 1), used = 0;
+    for (int g = 0; g < s->nseg; g++) {
+        size_t n = (size_t)s->counts[g] * elem;
+        if (n) memcpy((char *)s->out + (size_t)g * (size_t)s->out_bytes, p + off + used, n);
+        used += n;
+    }
+    return off + AM_PAD(used);
+}
+
+/* Waits for the oldest batch to `target`, serving AMs meanwhile, and delivers it. */
+void am_retire_oldest(am_win *w, int target)
+{
+    am_batch *b = w->head[target];
+    am_wait(2, b->req);
+    const char *p = b->resp;
+    for (int i = 0; i < b->n; i++) {
+        p += unpack_one(w, &b->slot[i], p);
+        am_credit_return(w, target, b->slot[i].staged);
+    }
+    w->head[target] = b->next;
+    if (!w->head[target]) w->tail[target] = NULL;
+    w->inflight[target]--;
+    batch_recycle(w, b);
+}
+
+int am_complete(am_win *w, int target)
+{
+    int lo = target == MPI_ANY_SOURCE ? 0 : target, hi = target == MPI_ANY_SOURCE ? w->size : target + 1;
+    for (int t = lo; t < hi; t++) am_send_open(w, t);
+    for (int t = lo; t < hi; t++)
+        while (w->head[t]) am_retire_oldest(w, t);
     int e = w->error;
     w->error = MPI_SUCCESS;
-    if (e == MPI_ERR_OP) return fail(e, "an AM named an unknown handler (register with MPIX_Am_op_create)");
+    if (e == MPI_ERR_OP)
+        return am_fail(e, "an AM named a handler of the other kind (MPIX_Am needs MPIX_Am_op_create, "
+                          "MPIX_Amv needs MPIX_Amv_op_create) or one the target never registered");
+    if (e == MPI_ERR_COUNT)
+        return am_fail(e, "an MPIX_Amv handler set an output_segment_counts entry outside 0 .. the output "
+                          "segment count");
     if (e == MPI_ERR_BUFFER)
-        return fail(e, "an AM segment was larger than the target's system buffer and every attached buffer "
-                       "(attach one with MPIX_Am_win_buffer_attach)");
+        return am_fail(e, "an AM segment was larger than the target's system buffer and every attached buffer "
+                          "(attach one with MPIX_Am_win_buffer_attach)");
     return e;
+}
+
+/* Appends one pipeline unit (h->nseg segments) to the target's open batch. */
+static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_count, MPI_Datatype in_type,
+                  void *out, int out_count, MPI_Datatype out_type, int *counts, int target, long long staged)
+{
+    size_t in_total = (size_t)h->in_bytes * (size_t)h->nseg, out_total = (size_t)h->out_bytes * (size_t)h->nseg;
+    size_t need = sizeof *h + AM_PAD(in_total), resp_need = sizeof(am_resp) + AM_PAD(out_total);
+    if (kind == KIND_AMV) resp_need += AM_PAD(sizeof(int) * (size_t)h->nseg);
+    am_batch *b = w->open[target];
+    /* both directions stay under BATCH_BYTES (eager sizes), unless one AM alone is larger */
+    if (b && (b->send_len + need > BATCH_BYTES || b->resp_len + resp_need > BATCH_BYTES || b->n == BATCH_AMS))
+        am_send_open(w, target);
+    while (w->inflight[target] >= MAX_INFLIGHT) am_retire_oldest(w, target); /* flow control */
+    if (!w->open[target]) w->open[target] = batch_new(w, target);
+    b = w->open[target];
+    b->send = am_grow(b->send, &b->send_cap, b->send_len + need, 1);
+    memcpy(b->send + b->send_len, h, sizeof *h);
+    char *dst = b->send + b->send_len + sizeof *h;
+    int it = am_type_index(in_type), ot = am_type_index(out_type);
+    if (it >= 0) {
+        if (in_total) memcpy(dst, in, in_total);
+    } else {
+        int pos = 0;
+        PMPI_Pack(in, in_count * h->nseg, in_type, dst, (int)in_total, &pos, w->comm);
+    }
+    b->send_len += need;
+    if (b->n == b->slot_cap) {
+        size_t cap = (size_t)b->slot_cap;
+        b->slot = am_grow(b->slot, &cap, (size_t)b->n + 1, sizeof *b->slot);
+        b->slot_cap = (int)cap;
+    }
+    b->slot[b->n++] = (am_slot){ out, counts, kind, h->nseg, h->out_bytes, out_count, ot, out_type, staged };
+    b->resp_len += resp_need;
+    if (b->send_len >= BATCH_BYTES || b->resp_len >= BATCH_BYTES || b->n == BATCH_AMS) am_send_open(w, target);
+}
+
+static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, void *out, int out_count,
+                 MPI_Datatype out_type, int *counts, int nseg, int target, MPI_Aint disp, int pcount,
+                 MPI_Datatype ptype, MPIX_Am_op op, MPI_Win win)
+{
+    const char *fn = kind == KIND_AM ? "MPIX_Am" : "MPIX_Amv";
+    char msg[256];
+    am_win *w;
+    if (!(w = am_state(win))) {
+        snprintf(msg, sizeof msg, "%s: window not created with MPI_Win_create or MPI_Win_allocate", fn);
+        return am_fail(MPI_ERR_WIN, msg);
+    }
+    if (target < 0 || target >= w->size) {
+        snprintf(msg, sizeof msg, "%s: target rank %d out of range; valid ranks are 0 .. %d", fn, target,
+                 w->size - 1);
+        return am_fail(MPI_ERR_RANK, msg);
+    }
+    if (op < 0 || op >= am_nops || am_ops[op].kind != kind) {
+        snprintf(msg, sizeof msg, "%s: handler %d unknown or of the other kind (register it with %s)", fn, op,
+                 kind == KIND_AM ? "MPIX_Am_op_create" : "MPIX_Amv_op_create");
+        return am_fail(MPI_ERR_OP, msg);
+    }
+    if (nseg < 1 || in_count < 0 || out_count < 0 || pcount < 0 || (kind == KIND_AMV && !counts)) {
+        snprintf(msg, sizeof msg, "%s: num_segments must be >= 1, counts >= 0%s", fn,
+                 kind == KIND_AMV ? ", output_segment_counts not NULL" : "");
+        return am_fail(MPI_ERR_COUNT, msg);
+    }
+    if (!w->fence_open && !w->access[target]) {
+        snprintf(msg, sizeof msg, "%s: outside an epoch (open one with MPI_Win_fence, MPI_Win_lock, "
+                 "MPI_Win_lock_all or MPI_Win_start)", fn);
+        return am_fail(MPI_ERR_RMA_SYNC, msg);
+    }
+    int it = am_type_index(in_type), ot = am_type_index(out_type), pt = am_type_index(ptype);
+    if (kind == KIND_AMV && ot < 0)
+        return am_fail(MPI_ERR_TYPE, "MPIX_Amv: the output datatype must be a predefined type (e.g. MPI_BYTE, "
+                                     "MPI_CHAR, MPI_INT, MPI_DOUBLE)");
+    int isz, osz, psz;
+    PMPI_Type_size(in_type, &isz);
+    PMPI_Type_size(out_type, &osz);
+    PMPI_Type_size(ptype, &psz);
+    am_hdr h = { op, nseg, it < 0 ? 0 : it, ot < 0 ? 0 : ot, pt < 0 ? 0 : pt,
+                 it < 0 ? in_count * isz : in_count, ot < 0 ? out_count * osz : out_count,
+                 pt < 0 ? pcount * psz : pcount, in_count * isz, out_count * osz, w->pack_threshold, disp };
+
+    am_busy++;
+    /* Pipeline units: as many segments as fit the system buffer (at least one).
+     * A derived type is packed or unpacked whole, so its AM is one unit. */
+    size_t seg_stage = (size_t)h.in_bytes + (size_t)h.out_bytes;
+    int unit = it < 0 || ot < 0 || !seg_stage ? nseg : (int)(SYSTEM_BUF_BYTES / seg_stage);
+    unit = unit < 1 ? 1 : unit > nseg ? nseg : unit;
+    int rc = MPI_SUCCESS;
+    for (int s0 = 0; s0 < nseg && rc == MPI_SUCCESS; s0 += unit) {
+        h.nseg = nseg - s0 < unit ? nseg - s0 : unit;
+        rc = am_credit_acquire(w, target, (long long)(seg_stage * (size_t)h.nseg));
+        if (rc == MPI_SUCCESS)
+            queue(w, &h, kind, (const char *)in + (size_t)s0 * (size_t)h.in_bytes, in_count, in_type,
+                  (char *)out + (size_t)s0 * (size_t)h.out_bytes, out_count, out_type, counts ? counts + s0 : NULL,
+                  target, (long long)(seg_stage * (size_t)h.nseg));
+    }
+    am_busy--;
+    if (rc == MPI_ERR_BUFFER) {
+        snprintf(msg, sizeof msg, "%s: a segment of %zu bytes (input + output) is larger than the system buffer "
+                 "(%d) and every user buffer at rank %d (attach one with MPIX_Am_win_buffer_attach)", fn, seg_stage,
+                 SYSTEM_BUF_BYTES, target);
+        return am_fail(rc, msg);
+    }
+    return rc;
 }
 
 int MPIX_Am(const void *in, int in_count, MPI_Datatype in_type, void *out, int out_count,
             MPI_Datatype out_type, int nseg, int target, MPI_Aint disp, int pcount,
             MPI_Datatype ptype, MPIX_Am_op op, MPI_Win win)
 {
-    am_win *w = state(win);
-    if (!w) return fail(MPI_ERR_WIN, "MPIX_Am: window not created with MPI_Win_create or MPI_Win_allocate");
-    if (target < 0 || target >= w->size) return fail(MPI_ERR_RANK, "MPIX_Am: target rank out of range");
-    if (op < 0 || op >= nops) return fail(MPI_ERR_OP, "MPIX_Am: unknown handler (register with MPIX_Am_op_create)");
-    if (nseg < 1 || in_count < 0 || out_count < 0 || pcount < 0)
-        return fail(MPI_ERR_COUNT, "MPIX_Am: num_segments must be >= 1 and counts >= 0");
-    if (!w->fence_open && !w->locked[target])
-        return fail(MPI_ERR_RMA_SYNC, "MPIX_Am: outside an epoch (open one with MPI_Win_fence, "
-                                      "MPI_Win_lock or MPI_Win_lock_all)");
-    int isz, osz, psz;
-    PMPI_Type_size(in_type, &isz);
-    PMPI_Type_size(out_type, &osz);
-    PMPI_Type_size(ptype, &psz);
-    am_hdr h = { op, !w->locked[target], pcount * psz, nseg, in_count * isz, out_count * osz, disp };
-    size_t in_total = (size_t)h.in_bytes * (size_t)nseg;
-    am_pending *a = calloc(1, sizeof *a);
-    a->send = malloc(sizeof h + in_total);
-    memcpy(a->send, &h, sizeof h);
-    memcpy((char *)a->send + sizeof h, in, in_total);
-    a->out_total = h.out_bytes * nseg;
-    a->resp = malloc(sizeof(int) + (size_t)a->out_total);
-    a->out = out;
-    a->target = target;
-    PMPI_Irecv(a->resp, (int)sizeof(int) + a->out_total, MPI_BYTE, target, TAG_RESP, w->comm, &a->req[1]);
-    PMPI_Isend(a->send, (int)(sizeof h + in_total), MPI_BYTE, target, TAG_REQ, w->comm, &a->req[0]);
-    a->next = w->pending;
-    w->pending = a;
-    if (h.fence) w->issued[target]++;
-    return MPI_SUCCESS;
+    return issue(KIND_AM, in, in_count, in_type, out, out_count, out_type, NULL, nseg, target, disp, pcount,
+                 ptype, op, win);
 }
 
-int MPIX_Am_win_buffer_attach(void *buffer, int size, MPI_Win win)
+int MPIX_Amv(const void *in, int in_count, MPI_Datatype in_type, void *out, int out_count,
+             MPI_Datatype out_type, int counts[], int nseg, int target, MPI_Aint disp, int pcount,
+             MPI_Datatype ptype, MPIX_Am_op op, MPI_Win win)
 {
-    am_win *w = state(win);
-    if (!w) return fail(MPI_ERR_WIN, "MPIX_Am_win_buffer_attach: window unknown to mpix_am");
-    if (!buffer || size <= 0) return fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_attach: null buffer or size <= 0");
-    for (int i = 0; i < MAX_BUFS; i++)
-        if (!w->buf[i]) {
-            w->buf[i] = buffer;
-            w->buf_size[i] = size;
-            if (i >= w->nbuf) w->nbuf = i + 1;
-            return MPI_SUCCESS;
-        }
-    return fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_attach: more than 16 buffers attached");
-}
-
-/* AMs are served one at a time to completion, so no AM holds the buffer here. */
-int MPIX_Am_win_buffer_detach(void *buffer, MPI_Win win)
-{
-    am_win *w = state(win);
-    if (!w) return fail(MPI_ERR_WIN, "MPIX_Am_win_buffer_detach: window unknown to mpix_am");
-    for (int i = 0; i < w->nbuf; i++)
-        if (w->buf[i] == buffer) { w->buf[i] = NULL; return MPI_SUCCESS; }
-    return fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_detach: buffer is not attached to this window");
-}
-
-/* Fence: learn how many fence-epoch AMs target me, serve them, complete mine. */
-int MPI_Win_fence(int assert, MPI_Win win)
-{
-    am_win *w = state(win);
-    int rc = MPI_SUCCESS;
-    if (w) {
-        int expected = 0;
-        PMPI_Reduce_scatter_block(w->issued, &expected, 1, MPI_INT, MPI_SUM, w->comm);
-        rc = complete(w, MPI_ANY_SOURCE);
-        while (w->served_fence < expected) serve_one(w);
-        w->served_fence -= expected;
-        memset(w->issued, 0, sizeof(int) * (size_t)w->size);
-        w->fence_open = !(assert & MPI_MODE_NOSUCCEED);
-    }
-    int rc2 = PMPI_Win_fence(assert, win);
-    return rc != MPI_SUCCESS ? rc : rc2;
-}
-
-int MPI_Win_lock(int type, int rank, int assert, MPI_Win win)
-{
-    int rc = PMPI_Win_lock(type, rank, assert, win);
-    am_win *w = state(win);
-    if (w && rc == MPI_SUCCESS && rank >= 0 && rank < w->size) w->locked[rank] = 1;
-    return rc;
-}
-
-int MPI_Win_lock_all(int assert, MPI_Win win)
-{
-    int rc = PMPI_Win_lock_all(assert, win);
-    am_win *w = state(win);
-    if (w && rc == MPI_SUCCESS)
-        for (int i = 0; i < w->size; i++) w->locked[i] = 1;
-    return rc;
-}
-
-int MPI_Win_flush(int rank, MPI_Win win)
-{
-    am_win *w = state(win);
-    int rc = w ? complete(w, rank) : MPI_SUCCESS;
-    int rc2 = PMPI_Win_flush(rank, win);
-    return rc != MPI_SUCCESS ? rc : rc2;
-}
-
-int MPI_Win_flush_all(MPI_Win win)
-{
-    am_win *w = state(win);
-    int rc = w ? complete(w, MPI_ANY_SOURCE) : MPI_SUCCESS;
-    int rc2 = PMPI_Win_flush_all(win);
-    return rc != MPI_SUCCESS ? rc : rc2;
-}
-
-int MPI_Win_unlock(int rank, MPI_Win win)
-{
-    am_win *w = state(win);
-    int rc = MPI_SUCCESS;
-    if (w) {
-        rc = complete(w, rank);
-        if (rank >= 0 && rank < w->size) w->locked[rank] = 0;
-    }
-    int rc2 = PMPI_Win_unlock(rank, win);
-    return rc != MPI_SUCCESS ? rc : rc2;
-}
-
-int MPI_Win_unlock_all(MPI_Win win)
-{
-    am_win *w = state(win);
-    int rc = MPI_SUCCESS;
-    if (w) {
-        rc = complete(w, MPI_ANY_SOURCE);
-        memset(w->locked, 0, sizeof(int) * (size_t)w->size);
-    }
-    int rc2 = PMPI_Win_unlock_all(win);
-    return rc != MPI_SUCCESS ? rc : rc2;
-}
-
-/* Passive targets serve AMs while they wait in a barrier. */
-static int barrier_serving(am_win *w, MPI_Comm comm)
-{
-    MPI_Request r;
-    int done = 0, rc = PMPI_Ibarrier(comm, &r);
-    while (rc == MPI_SUCCESS && !done) {
-        rc = PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
-        if (!done) serve_one(w);
-    }
-    return rc;
-}
-
-int MPI_Barrier(MPI_Comm comm)
-{
-    return last_win ? barrier_serving(last_win, comm) : PMPI_Barrier(comm);
-}
-
-int MPI_Win_free(MPI_Win *win)
-{
-    am_win *w = state(*win);
-    if (w) {
-        complete(w, MPI_ANY_SOURCE);
-        barrier_serving(w, w->comm);
-        if (last_win == w) last_win = NULL;
-        PMPI_Comm_free(&w->comm);
-        free(w->locked); free(w->issued); free(w);
-    }
-    return PMPI_Win_free(win);
+    return issue(KIND_AMV, in, in_count, in_type, out, out_count, out_type, counts, nseg, target, disp, pcount,
+                 ptype, op, win);
 }

@@ -114,7 +114,7 @@ const char *um_status_string(int status) {
     case UM_ERR_ARG: return "invalid argument (NULL handle)";
     case UM_ERR_ASSERTION:
         return "the operation breaks the engine's assertion (mpi_assert_no_any_source, "
-               "mpi_assert_no_any_tag or ubermatch_assert_no_unexpected); nothing was queued";
+               "mpi_assert_no_any_tag or ubermatch_no_unexpected); nothing was queued";
     default: return "unknown status";
     }
 }

@@ -5,7 +5,7 @@
 // An ANY_SOURCE receive or probe is refused with UM_ERR_ASSERTION.
 //
 // `nosource-nounexp` adds the paper's no-unexpected relaxation (our info key
-// ubermatch_assert_no_unexpected): an arrival that finds no receive is refused,
+// ubermatch_no_unexpected): an arrival that finds no receive is refused,
 // not queued.
 #ifndef UBERMATCH_MATCHING_NOSOURCE_H
 #define UBERMATCH_MATCHING_NOSOURCE_H

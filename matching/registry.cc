@@ -88,18 +88,18 @@ const std::vector<Backend> &table() {
      [](int32_t n, const um_params_t &) -> std::unique_ptr<Engine> {
          return std::make_unique<NoSourceEngine>(n, false);
      }, "mpi_assert_no_any_source"},
-    {"nosource-nounexp", "nosource, and an arrival no receive awaits is refused (+ ubermatch_assert_no_unexpected)",
+    {"nosource-nounexp", "nosource, and an arrival no receive awaits is refused (mpi_assert_no_any_source + ubermatch_no_unexpected)",
      [](int32_t n, const um_params_t &) -> std::unique_ptr<Engine> {
          return std::make_unique<NoSourceEngine>(n, true);
-     }, "mpi_assert_no_any_source,ubermatch_assert_no_unexpected"},
+     }, "mpi_assert_no_any_source,ubermatch_no_unexpected"},
     {"exact", "one hash table from (source, tag) to FIFOs, no wildcard path (mpi_assert_no_any_source + mpi_assert_no_any_tag)",
      [](int32_t n, const um_params_t &) -> std::unique_ptr<Engine> {
          return std::make_unique<ExactEngine>(n, false);
      }, "mpi_assert_no_any_source,mpi_assert_no_any_tag"},
-    {"exact-nounexp", "exact, and an arrival no receive awaits is refused (+ ubermatch_assert_no_unexpected)",
+    {"exact-nounexp", "exact, and an arrival no receive awaits is refused (mpi_assert_no_any_source + mpi_assert_no_any_tag + ubermatch_no_unexpected)",
      [](int32_t n, const um_params_t &) -> std::unique_ptr<Engine> {
          return std::make_unique<ExactEngine>(n, true);
-     }, "mpi_assert_no_any_source,mpi_assert_no_any_tag,ubermatch_assert_no_unexpected"},
+     }, "mpi_assert_no_any_source,mpi_assert_no_any_tag,ubermatch_no_unexpected"},
     };
     return kBackends;
 }

@@ -1,10 +1,12 @@
 // Matching traces: what each rank's engines saw, recorded at the engine
 // interface and replayed offline through every backend (replay/).
 //
-// File format (version 1), one file per rank, TRACE_DIR/rank-R.umt, little
-// endian: a 48-byte TraceHeader, then 40-byte TraceRecords in call order, the
+// File format (version 2), one file per rank, TRACE_DIR/rank-R.umt, little
+// endian: a 56-byte TraceHeader, then 48-byte TraceRecords in call order, the
 // last one TraceOp::end (its t_ns holds the events dropped). docs/traces.md
-// documents the fields and why this is not OTF2.
+// documents the fields and why this is not OTF2. Version 2 records addresses
+// and clock ticks, which read_file turns into ids and ns: the recording side
+// then needs no look-up and no clock_gettime per event.
 #ifndef UBERMATCH_MATCHING_TRACE_H
 #define UBERMATCH_MATCHING_TRACE_H
 
@@ -19,7 +21,7 @@ namespace ubermatch {
 namespace trace {
 
 constexpr char kMagic[8] = {'U', 'M', 'T', 'R', 'A', 'C', 'E', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 enum class TraceOp : uint8_t {
     comm_create = 1, // source: this rank in the communicator, tag: its size
@@ -39,11 +41,15 @@ struct TraceHeader {
     uint32_t record_size; // sizeof(TraceRecord)
     int32_t rank;         // in MPI_COMM_WORLD (-1: unknown)
     uint32_t reserved;
-    uint64_t t0_ns;       // CLOCK_MONOTONIC at the first record
+    uint64_t t0_ns;       // CLOCK_MONOTONIC at the start
+    double ns_per_tick;   // records' t_ns in the file: clock ticks since the start; written at the end
     char backend[16];     // the recorded run's backend, NUL-padded
 };
-static_assert(sizeof(TraceHeader) == 48, "trace header layout");
+static_assert(sizeof(TraceHeader) == 56, "trace header layout");
 
+// In the file, id and matched are the addresses the engine was given (unique
+// among the elements queued at one time) and t_ns is in ticks; read_file
+// replaces them by ids 1, 2, ... (per file) and ns since t0_ns.
 struct TraceRecord {
     uint64_t t_ns;     // since t0_ns
     uint32_t cid;
@@ -54,14 +60,21 @@ struct TraceRecord {
     int32_t tag;       // or UM_ANY_TAG
     uint32_t msg_size; // hint.msg_size
     uint32_t hint_comm_size;
-    uint32_t id;       // the posted receive's / arrived message's stable id (1, 2, ...)
-    uint32_t matched;  // the id of the element it matched, 0: none
+    uint64_t id;       // the posted receive's / arrived message's id; cancel: the receive's
+    uint64_t matched;  // the id of the element it matched, 0: none, kUnknownId: not queued
 };
-static_assert(sizeof(TraceRecord) == 40, "trace record layout");
+static_assert(sizeof(TraceRecord) == 48, "trace record layout");
 
-// Starts recording into dir (created if missing); "" or nullptr: off. Returns
-// false with a message in err when dir cannot be used.
-bool start(const char *dir, std::string &err);
+// A recorded match of an element that was not queued (a damaged trace, or one
+// with dropped events): never equal to an id, so a replay reports it.
+constexpr uint64_t kUnknownId = UINT64_MAX;
+
+// Starts recording into dir (created if missing); "" or nullptr: off (for the
+// engines created from then on).
+// threads: engines may be called from several threads at once (a lock per
+// record; without it none). Returns false with a message in err when dir
+// cannot be used.
+bool start(const char *dir, bool threads, std::string &err);
 bool on();
 
 // The engine-creation hook: while recording, wraps e in an engine that records
@@ -70,6 +83,7 @@ std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t 
 
 // A whole trace file, checked. Throws std::runtime_error naming the file and
 // what is wrong (truncated, not a trace, another version, corrupt record).
+// The records come back with ids and ns (see TraceRecord).
 struct TraceFile {
     std::string path;
     TraceHeader header{};

@@ -10,8 +10,9 @@ extern "C" {
 #endif
 
 /* Every engine created after this records into dir/rank-R.umt; NULL or "":
- * off. Returns 0, or -1 with a message in err when dir cannot be created. */
-int um_trace_start(const char *dir, char *err, size_t errlen);
+ * off. threads: non-zero under MPI_THREAD_MULTIPLE (records then take a
+ * lock). Returns 0, or -1 with a message in err when dir cannot be created. */
+int um_trace_start(const char *dir, int threads, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -98,9 +98,23 @@ std::vector<trace::TraceFile> load(const std::string &where) {
     } else {
         paths.push_back(where);
     }
+    uint64_t bytes = 0;
+    for (const std::string &p : paths) {
+        struct stat fs {};
+        bytes += ::stat(p.c_str(), &fs) == 0 ? static_cast<uint64_t>(fs.st_size) : 0;
+    }
+    const bool big = bytes >= (256u << 20); // a long trace: say what takes the time
+    const uint64_t t0 = Timers::now_ns();
+    if (big) {
+        std::fprintf(stderr, "reading %s: %zu files, %llu MiB\n", where.c_str(), paths.size(),
+                     static_cast<unsigned long long>(bytes >> 20));
+    }
     std::vector<trace::TraceFile> files;
     for (const std::string &p : paths) {
         files.push_back(trace::read_file(p));
+    }
+    if (big) {
+        std::fprintf(stderr, "read in %.1f s\n", 1e-9 * static_cast<double>(Timers::now_ns() - t0));
     }
     std::sort(files.begin(), files.end(),
               [](const trace::TraceFile &a, const trace::TraceFile &b) { return a.header.rank < b.header.rank; });
@@ -108,6 +122,8 @@ std::vector<trace::TraceFile> load(const std::string &where) {
 }
 
 std::string who(int32_t v, int32_t any) { return v == any ? "ANY" : std::to_string(v); }
+// "?": the recorded match names an element that was not queued (trace::kUnknownId).
+std::string id_text(uint64_t id) { return id == trace::kUnknownId ? "?" : std::to_string(id); }
 
 void print(const std::vector<trace::TraceFile> &files) {
     std::printf("# rank t_ns cid op source tag coll msg_size comm_size id matched result\n");
@@ -116,34 +132,48 @@ void print(const std::vector<trace::TraceFile> &files) {
                     f.header.rank, f.header.backend, f.records.size(),
                     static_cast<unsigned long long>(f.dropped));
         for (const TraceRecord &r : f.records) {
-            std::printf("%d %llu %u %s %s %s %u %u %u %u %u %u\n", f.header.rank,
+            std::printf("%d %llu %u %s %s %s %u %u %u %llu %s %u\n", f.header.rank,
                         static_cast<unsigned long long>(r.t_ns), r.cid, trace::op_name(r.op),
                         who(r.source, UM_ANY_SOURCE).c_str(), who(r.tag, UM_ANY_TAG).c_str(), r.coll,
-                        r.msg_size, r.hint_comm_size, r.id, r.matched, r.result);
+                        r.msg_size, r.hint_comm_size, static_cast<unsigned long long>(r.id),
+                        id_text(r.matched).c_str(), r.result);
         }
     }
 }
 
+// A long trace (4 M events or more) shows how far each backend's replay got:
+// on a terminal a bar with the time left, elsewhere (a log) a line per backend.
 class Progress {
 public:
     Progress(uint64_t total, const std::string &label)
-        : on_(total >= (1u << 22) && ::isatty(2)), total_(total), label_(label) {} // total 0: no bar
+        : on_(total >= (1u << 22)), tty_(::isatty(2) != 0), total_(total), label_(label),
+          t0_(Timers::now_ns()) {} // total 0: a repetition, nothing shown
     void at(uint64_t done) {
-        if (on_) {
+        if (on_ && tty_) {
             const int pct = static_cast<int>(100 * done / total_);
-            std::fprintf(stderr, "\r%-24s [%-50s] %3d%%", label_.c_str(), std::string(pct / 2, '#').c_str(), pct);
+            const double s = 1e-9 * static_cast<double>(Timers::now_ns() - t0_);
+            std::fprintf(stderr, "\r%-24s [%-50s] %3d%% %6.0f s left", label_.c_str(),
+                         std::string(static_cast<size_t>(pct / 2), '#').c_str(), pct,
+                         s * static_cast<double>(total_ - done) / static_cast<double>(done));
         }
     }
     ~Progress() {
-        if (on_) {
-            std::fprintf(stderr, "\r%-80s\r", "");
+        if (on_ && tty_) {
+            std::fprintf(stderr, "\r%-90s\r", "");
+        } else if (on_) {
+            std::fprintf(stderr, "replayed %s: %llu events in %.1f s\n", label_.c_str(),
+                         static_cast<unsigned long long>(total_),
+                         1e-9 * static_cast<double>(Timers::now_ns() - t0_));
         }
     }
+    Progress(const Progress &) = delete;
+    Progress &operator=(const Progress &) = delete;
 
 private:
-    const bool on_;
+    const bool on_, tty_;
     const uint64_t total_;
     const std::string label_;
+    const uint64_t t0_;
 };
 
 void sample(const Engine &e, Result &res) {
@@ -171,13 +201,14 @@ Result replay(const std::vector<trace::TraceFile> &files, const std::string &bac
         std::unordered_map<uint32_t, std::unique_ptr<Engine>> engines;
         uint32_t last_cid = UINT32_MAX;
         Engine *e = nullptr;
-        auto mismatch = [&](size_t i, const TraceRecord &r, uint32_t got) {
+        auto mismatch = [&](size_t i, const TraceRecord &r, uint64_t got) {
             if (res.mismatches++ < 5) {
                 std::fprintf(stderr,
-                             "MISMATCH %s: %s rank %d event %zu (%s cid %u source %s tag %s): recorded match %u, "
-                             "replay %u\n",
+                             "MISMATCH %s: %s rank %d event %zu (%s cid %u source %s tag %s): recorded match %s, "
+                             "replay %llu\n",
                              backend.c_str(), f.path.c_str(), f.header.rank, i, trace::op_name(r.op), r.cid,
-                             who(r.source, UM_ANY_SOURCE).c_str(), who(r.tag, UM_ANY_TAG).c_str(), r.matched, got);
+                             who(r.source, UM_ANY_SOURCE).c_str(), who(r.tag, UM_ANY_TAG).c_str(),
+                             id_text(r.matched).c_str(), static_cast<unsigned long long>(got));
             }
         };
         const size_t n = f.records.size();
@@ -231,7 +262,7 @@ Result replay(const std::vector<trace::TraceFile> &files, const std::string &bac
                 case TraceOp::coll_end: e->collective_end(hint); break;
                 }
                 ++res.ops;
-                const auto got = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(m.handle));
+                const auto got = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(m.handle));
                 if (__builtin_expect(got != r.matched, 0)) {
                     mismatch(i, r, got);
                 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The matching-trace test (part of the test command): records the fds proxy at
 # np 4 with pml_ubermatch_trace, replays it through every backend (each must
-# make the recorded matches), checks that a tampered match is reported as a
-# bug, and that every kind of bad input gets its own clear error.
+# make the recorded matches), the same for the other proxies and three MPI
+# tests, checks that a tampered match is reported as a bug, and that every kind
+# of bad input gets its own clear error.
 #
 #   bash replay/test-replay.sh [BUILD_DIR]     (scripts/env.sh sourced)
 set -u
@@ -51,33 +52,50 @@ check "the table ranks all 13 backends" test "$(grep -cE "^[0-9]+ +[a-z0-9+]+ +d
 check "recommended --mca line" grep -q "^recommended: mpirun --mca pml ubermatch --mca pml_ubermatch_backend " "$tmp/replay.txt"
 check "sweeps of auto, pnp and col" grep -qE "index_at=4 .*|theta=10 .*|k_c=2 " "$tmp/replay.txt"
 
+# 2b. The other proxies and three MPI tests (probes, cancels, freed communicators: recycled
+# requests and descriptors), recorded and replayed: every backend makes the recorded matches.
+for spec in "radix --size 256 --iters 2" "nbody --size 64 --iters 3" "miniamr --size 4 --iters 5"; do
+    read -r -a args <<<"$spec"
+    timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 4 --mca pml ubermatch \
+        --mca pml_ubermatch_trace "$tmp/${args[0]}" "$build/examples/proxies/${args[0]}" "${args[@]:1}" \
+        >"$tmp/${args[0]}.log" 2>&1 </dev/null
+    "$replay" "$tmp/${args[0]}" --no-sweep --reps 1 >"$tmp/${args[0]}.replay" 2>&1
+    check "${args[0]} recorded and replayed, 0 mismatches" test $? -eq 0
+done
+for t in probe cancel lifetime; do
+    MPI_TESTS_ONLY=$t bash test/mpi/run-mpi-tests.sh "$build/test-mpi" --mca pml ubermatch \
+        --mca pml_ubermatch_trace "$tmp/mpi-$t" >"$tmp/mpi-$t.log" 2>&1
+    "$replay" "$tmp/mpi-$t" --no-sweep --reps 1 >"$tmp/mpi-$t.replay" 2>&1
+    check "MPI test $t recorded and replayed, 0 mismatches" test $? -eq 0
+done
+
 # 3. A tampered match (record 5 of rank 0 with a matched id, changed) is reported as a bug.
 cp -r "$tmp/fds" "$tmp/bad"
 python3 - "$tmp/bad/rank-0.umt" <<'PY'
 import struct, sys
 p = sys.argv[1]; b = bytearray(open(p, 'rb').read())
-for off in range(48, len(b) - 40, 40):
-    if b[off + 12] in (2, 3) and struct.unpack_from('<I', b, off + 36)[0] != 0:
-        struct.pack_into('<I', b, off + 36, 999999); break
+for off in range(56, len(b) - 48, 48):
+    if b[off + 12] in (2, 3) and struct.unpack_from('<Q', b, off + 40)[0] != 0:
+        struct.pack_into('<Q', b, off + 40, 999999); break
 open(p, 'wb').write(b)
 PY
 out=$("$replay" "$tmp/bad" --backends list,auto --no-sweep 2>&1)
 check "a changed match is a MISMATCH, exit 1" test $? -eq 1
-check "the mismatch names file and event" grep -q "^MISMATCH list: .*rank-0.umt rank 0 event " <<<"$out"
+check "the mismatch names file and event" grep -q "^MISMATCH list: .*rank-0.umt rank 0 event .*recorded match ?" <<<"$out"
 
 # 4. Bad input: each gets its own error naming the file.
 f=$tmp/fds/rank-1.umt
 mkdir "$tmp/in"
 head -c 30 "$f" >"$tmp/in/short.umt"
-expect_error "header cut" "short.umt: truncated: 30 bytes, shorter than the 48-byte header" "$tmp/in/short.umt"
-head -c $((48 + 40 * 3 + 7)) "$f" >"$tmp/in/part.umt"
-expect_error "partial record" "part.umt: truncated: 7 bytes of a partial record at byte 168" "$tmp/in/part.umt"
-head -c $((48 + 40 * 3)) "$f" >"$tmp/in/noend.umt"
+expect_error "header cut" "short.umt: truncated: 30 bytes, shorter than the 56-byte header" "$tmp/in/short.umt"
+head -c $((56 + 48 * 3 + 7)) "$f" >"$tmp/in/part.umt"
+expect_error "partial record" "part.umt: truncated: 7 bytes of a partial record at byte 200" "$tmp/in/part.umt"
+head -c $((56 + 48 * 3)) "$f" >"$tmp/in/noend.umt"
 expect_error "no end record" "noend.umt: truncated: no end record" "$tmp/in/noend.umt"
 printf 'GIF89a, certainly not a trace; padded to be longer than a header.....' >"$tmp/in/foreign.umt"
 expect_error "foreign file" "foreign.umt: not an ubermatch trace" "$tmp/in/foreign.umt"
-{ head -c 8 "$f"; printf '\002\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v2.umt"
-expect_error "other version" "v2.umt: trace format version 2, this build reads version 1" "$tmp/in/v2.umt"
+{ head -c 8 "$f"; printf '\001\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v1.umt"
+expect_error "other version" "v1.umt: trace format version 1, this build reads version 2" "$tmp/in/v1.umt"
 mkdir "$tmp/empty"
 expect_error "empty directory" "no *.umt trace files" "$tmp/empty"
 expect_error "unknown backend" "list" "$tmp/fds" --backends nosuch

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
     build-essential autoconf automake libtool pkgconf
-    libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev
+    libopenmpi-dev openmpi-bin libucx-dev ucx-utils libhwloc-dev
     catch2 libbenchmark-dev gnuplot-nox python3
     iproute2 # test/multihost: network namespaces
 )

@@ -53,6 +53,10 @@ for backend in $backends; do
     suite "MPI tests, backend $backend" test/mpi/run-mpi-tests.sh build/test-mpi \
         --mca pml ubermatch --mca pml_ubermatch_backend "$backend"
 done
+# Info assertions with pml_ubermatch_assertions all (nosource engines too; the
+# default honour runs in every backend's suite above), a few seconds.
+suite "MPI test: info assertions, pml_ubermatch_assertions all" env MPI_TESTS_ONLY=assertions \
+    test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_assertions all
 # auto with thresholds that index every queue of two elements: the indexed
 # forms and the changes between forms under real MPI traffic.
 suite "MPI tests, backend auto indexing at 2 elements" test/mpi/run-mpi-tests.sh build/test-mpi \
@@ -73,7 +77,7 @@ suite "MPI test: messages of 2^31-1 B and 2100 MiB" huge
 suite "MPI tests over TCP (UCX_TLS=tcp,self, no shared-memory rings)" test/mpi/run-mpi-tests.sh build/test-mpi \
     --mca pml ubermatch --mca pml_ubermatch_shm_eager_limit 0 -x UCX_TLS=tcp,self
 suite "fault tests (a rank killed while its peers wait on it)" test/faults/run.sh build/faults
-suite "active messages (np 4, MPIX_Am: fence, lock/flush, attach/detach, bad input)" \
+suite "active messages (np 4, MPIX_Am/MPIX_Amv: fence, lock/flush, PSCW, Fig. 3 detach, progress in MPI_Recv, bad input)" \
     timeout 60 mpirun -np 4 --mca pml ubermatch build/mpix_am_test
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
 suite "matching traces: record fds (np 4), replay through every backend, bad input" replay/test-replay.sh build

@@ -14,17 +14,23 @@
 #   --quick        sizes 1, 8, 64, 4K, 64K, 1M only, shorter timing (about 1 minute)
 #   --wait-idle S  before each run, wait up to S s for the CPUs to be >= 90% idle
 #   --configs ".." a subset of: ob1 ucx um-auto um-list um-ucx am-floor tag-floor backends
-# Every mpirun: 2 ranks, --bind-to none, oversubscribed; p2p_bench (built here
+#   --launches N   launch every configuration N times, round robin (default 3)
+# Every mpirun: 2 ranks, one per core (--bind-to core: unbound, ranks that the
+# scheduler moves made the same PML 3x slower in one launch out of two); p2p_bench (built here
 # into build/bench-mpi) times each size for about --time seconds over 3
-# repetitions and reports the median. Ratios: ubermatch auto over the better
-# stock PML at each size (above 1 is better for rate and bandwidth, worse for
-# latency). Progress goes to stderr, one line per run with the CPUs' idle share.
+# repetitions and reports the median. The tables keep each point's best launch
+# and say how far the worst fell: on these virtual machines launches still
+# differ (the host places the two virtual CPUs), so one launch per
+# configuration would compare draws, not PMLs. Ratios: ubermatch auto over the better stock PML at each size
+# (above 1 is better for rate and bandwidth, worse for latency). Progress goes
+# to stderr, one line per run with the CPUs' idle share.
 set -u
 cd "$(dirname "$0")/../.."
 top=$(pwd)
 out=docs/perf
 quick=0
 wait_idle=0
+launches=3
 configs="ob1 ucx um-auto um-list um-ucx am-floor tag-floor backends"
 while [ $# -gt 0 ]; do
     case $1 in
@@ -32,10 +38,12 @@ while [ $# -gt 0 ]; do
     --quick) quick=1; shift ;;
     --wait-idle) wait_idle=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "message-path.sh: unknown argument '$1' (valid: --out, --quick, --wait-idle, --configs)" >&2; exit 2 ;;
+    --launches) launches=$2; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "message-path.sh: unknown argument '$1' (valid: --out, --quick, --wait-idle, --configs, --launches)" >&2; exit 2 ;;
     esac
 done
+case $launches in '' | *[!0-9]* | 0) echo "message-path.sh: --launches takes a count >= 1, not '$launches'" >&2; exit 2 ;; esac
 for c in $configs; do
     case $c in ob1 | ucx | um-auto | um-list | um-ucx | am-floor | tag-floor | backends) ;;
     *) echo "message-path.sh: unknown configuration '$c' (valid: ob1 ucx um-auto um-list um-ucx am-floor tag-floor backends)" >&2; exit 2 ;;
@@ -78,12 +86,14 @@ pml_args() {
 csv=$out/message-path.csv
 echo "config,measure,size,value" >"$csv"
 start=$SECONDS
+for ((launch = 1; launch <= launches; launch++)); do
+echo "[$((SECONDS - start)) s] launch $launch of $launches" >&2
 for c in $configs; do
     if [ "$c" = backends ]; then
         for b in $(build/examples/engine_demo --list-backends); do
             settle
             # shellcheck disable=SC2046 # the PML's arguments are words
-            cmd=(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none $(um_pml_args "ubermatch:$b")
+            cmd=(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core $(um_pml_args "ubermatch:$b")
                 "$bin" --reps 3 --time "$time_s" rate 8)
             echo "[$((SECONDS - start)) s] backend $b, 8 B rate: ${cmd[*]}, CPUs ${idle}% idle" >&2
             timeout 300 "${cmd[@]}" 2>/dev/null | awk -v c="backend:$b" -F'[ =]' '/^mode=/ { printf "%s,%s,%s,%s\n", c, $2, $4, $6 }' >>"$csv"
@@ -124,7 +134,7 @@ for c in $configs; do
             ;;
         *)
             # shellcheck disable=SC2046 # the PML's arguments are words
-            cmd=(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none $(pml_args "$c") "$bin"
+            cmd=(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core $(pml_args "$c") "$bin"
                 --reps 3 --time "$time_s" "$m" "$size_list")
             echo "[$((SECONDS - start)) s] $c $m: ${cmd[*]}, CPUs ${idle}% idle" >&2
             timeout 600 "${cmd[@]}" 2>/dev/null | awk -v c="$c" -F'[ =]' '/^mode=/ { printf "%s,%s,%s,%s\n", c, $2, $4, $6 }' >>"$csv"
@@ -132,16 +142,26 @@ for c in $configs; do
         esac
     done
 done
+done
 echo "[$((SECONDS - start)) s] done, CPUs at least ${min_idle}% idle before each run" >&2
 
 # The table: one section per measure, the ratio of ubermatch auto to the better stock PML.
-python3 - "$csv" "$out/message-path.md" "$min_idle" <<'EOF'
+python3 - "$csv" "$out/message-path.md" "$min_idle" "$launches" <<'EOF'
 import csv, sys
 from collections import defaultdict
 rows = list(csv.DictReader(open(sys.argv[1])))
-v = defaultdict(dict)
+runs = defaultdict(lambda: defaultdict(list))
 for r in rows:
-    v[(r['config'], r['measure'])][int(r['size'])] = float(r['value'])
+    runs[(r['config'], r['measure'])][int(r['size'])].append(float(r['value']))
+# Each point's best launch (see the header), and the worst one's distance from it.
+best = lambda m, xs: min(xs) if m == 'latency' else max(xs)
+v = defaultdict(dict)
+worst_gap = defaultdict(float)
+for (c, m), d in runs.items():
+    for s, xs in d.items():
+        v[(c, m)][s] = best(m, xs)
+        gap = max(xs) / min(xs) if min(xs) > 0 else 1
+        worst_gap[c] = max(worst_gap[c], gap)
 configs = [c for c in ['ob1', 'ucx', 'um-auto', 'um-list', 'um-ucx', 'am-floor', 'tag-floor'] if any(k[0] == c for k in v)]
 units = {'latency': 'us, one-way, lower is better', 'rate': 'msg/s, window of 64', 'bw': 'MB/s, window of 64'}
 def fmt(x, m):
@@ -179,6 +199,8 @@ if backends:
         rel = lambda base: f'{r / base:.2f}' if r and base else 'n/a'
         out.append(f'| {c[8:]} | {fmt(r, "rate")} | {rel(ucx)} | {rel(ob1)} |')
     out.append('')
+out.append(f'Best of {sys.argv[4]} launches per point; the widest spread between launches of one point: ' +
+           ', '.join(f'{c} {g:.2f}x' for c, g in sorted(worst_gap.items()) if not c.startswith('backend:')) + '.')
 out.append(f'CPUs at least {sys.argv[3]}% idle before each run (2 cores; below 90 the numbers are skewed).')
 open(sys.argv[2], 'w').write('\n'.join(out) + '\n')
 print('\n'.join(out))
@@ -190,7 +212,10 @@ if command -v gnuplot >/dev/null; then
         plot=""
         for c in $configs; do
             f=$out/.mp-$c-$m.dat
-            awk -F, -v c="$c" -v m="$m" '$1 == c && $2 == m { print $3, $4 }' "$csv" >"$f"
+            # each size's best launch, as in the tables
+            awk -F, -v c="$c" -v m="$m" '$1 == c && $2 == m {
+                if (!($3 in b) || (m == "latency" ? $4 < b[$3] : $4 > b[$3])) b[$3] = $4 }
+                END { for (s in b) print s, b[s] }' "$csv" | sort -n >"$f"
             [ -s "$f" ] && plot="$plot${plot:+, }'$f' using 1:2 with linespoints title '$c'"
         done
         [ -n "$plot" ] || continue

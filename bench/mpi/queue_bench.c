@@ -72,6 +72,11 @@
  *   --iters I      iterations per repetition (instead of calibrating)
  *   --flush SIZE   bytes written over before every iteration (K/M/G suffix; "llc":
  *                  twice the last-level cache; default 0: off)
+ *   --info KEYS    comma-separated info keys set to "true" on the measured
+ *                  communicator (MPI_Comm_dup_with_info), e.g.
+ *                  mpi_assert_no_any_source,mpi_assert_no_any_tag (docs/relaxed.md);
+ *                  the final leftover check then probes each sender's window tag
+ *                  instead of MPI_ANY_SOURCE/MPI_ANY_TAG, which the keys may rule out
  *
  * Output, on rank 0, one line per point:
  *   shape=posted depth=1024 size=8 np=2 senders=1 window=64 value=1234567.8 min=... max=... mean=... unit=msg/s
@@ -104,6 +109,7 @@ static unsigned char *flush_buf;
 static size_t flush_len;
 static MPI_Request *wreq, *freq;          /* window requests, filler requests */
 static int failures;
+static int asserted; /* --info: the measured communicator carries assertions */
 
 /* The owner of queued entry i: spread over all other ranks. */
 static int owner_of(long i) { return 1 + (int)(i % (nprocs - 1)); }
@@ -192,7 +198,12 @@ static void cleanup(const point_t *p) {
     if (rank == 0) {
         int flag = 0;
         MPI_Status st;
-        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, data_comm, &flag, &st);
+        if (!asserted) {
+            MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, data_comm, &flag, &st);
+        }
+        for (int s = 1; asserted && s < nprocs && !flag; s++) {
+            MPI_Iprobe(s, DATA_TAG, data_comm, &flag, &st);
+        }
         if (flag) {
             fprintf(stderr, "queue_bench: %s N=%ld: a message (source %d, tag %d) was left over\n",
                     shape_names[p->shape], p->depth, st.MPI_SOURCE, st.MPI_TAG);
@@ -339,6 +350,7 @@ static void usage(void) {
         fprintf(stderr,
                 "usage: queue_bench [--points SHAPE:N[:SIZE],...] [--shapes LIST] [--depths LIST] [--sizes LIST]\n"
                 "                   [--window W] [--senders K] [--reps R] [--time T] [--iters I] [--flush SIZE|llc]\n"
+                "                   [--info KEY,KEY...]\n"
                 "  shapes: posted, anysrc, unexpected; rank 0 receives, ranks 1..P-1 send\n");
 }
 
@@ -346,13 +358,10 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    MPI_Comm_dup(MPI_COMM_WORLD, &data_comm);
-    MPI_Comm_dup(MPI_COMM_WORLD, &sync_comm);
-
     int reps = 5, ok = 1;
     long fixed_iters = 0;
     double target = 1.0;
-    char *points_arg = NULL, *shapes_arg = NULL, *depths_arg = NULL, *sizes_arg = NULL;
+    char *points_arg = NULL, *shapes_arg = NULL, *depths_arg = NULL, *sizes_arg = NULL, *info_arg = NULL;
     for (int a = 1; a < argc && ok; a++) {
         const char *opt = argv[a];
         if (a + 1 >= argc) ok = 0;
@@ -366,8 +375,22 @@ int main(int argc, char **argv) {
         else if (strcmp(opt, "--time") == 0) target = atof(argv[++a]), ok = target > 0;
         else if (strcmp(opt, "--iters") == 0) fixed_iters = atol(argv[++a]), ok = fixed_iters > 0;
         else if (strcmp(opt, "--flush") == 0) ok = parse_size(argv[++a], &flush_len);
+        else if (strcmp(opt, "--info") == 0) info_arg = argv[++a];
         else ok = 0;
     }
+    if (info_arg) {
+        MPI_Info info;
+        char keys[1024], *save = NULL;
+        MPI_Info_create(&info);
+        snprintf(keys, sizeof keys, "%s", info_arg);
+        for (char *k = strtok_r(keys, ",", &save); k; k = strtok_r(NULL, ",", &save)) MPI_Info_set(info, k, "true");
+        MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &data_comm);
+        MPI_Info_free(&info);
+        asserted = 1;
+    } else {
+        MPI_Comm_dup(MPI_COMM_WORLD, &data_comm);
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &sync_comm);
 
     /* The points: --points, or shapes x depths x sizes. */
     static point_t points[MAX_POINTS];

@@ -14,7 +14,11 @@
 # backend `auto` (`bins` when `engine_demo --list-backends` has no `auto`) and
 # with `list`. Each value: the median over R repetitions (default 5) of about T/R
 # seconds (default T = 1) of the window rate of each repetition's median iteration.
-# OUT_DIR (optional) receives six-shapes.csv and six-shapes.md.
+# OUT_DIR (optional) receives six-shapes.csv and six-shapes.md. --launches N
+# (default 3): every PML is launched N times, round robin, and each cell keeps
+# its best launch: on these virtual machines one launch of the same PML can run
+# 3x slower than the next (the host's placement of the virtual CPUs), so a
+# single launch per PML compares draws, not PMLs. The notes give the spread.
 # BUILD dir: --build or UM_BUILD (default build/); it must hold a build made by
 # scripts/build.sh. --wait-idle S: before each mpirun wait up to S seconds for the
 # CPUs to be 90% idle (a shared machine). RUN_TIMEOUT: seconds before one mpirun
@@ -31,6 +35,7 @@ time_s=1
 size=8
 flush=0
 wait_idle=0
+launches=3
 while [ $# -gt 0 ]; do
     case $1 in
     --reps) reps=$2; shift 2 ;;
@@ -39,11 +44,13 @@ while [ $# -gt 0 ]; do
     --flush) flush=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --wait-idle) wait_idle=$2; shift 2 ;;
+    --launches) launches=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) echo "six-shapes.sh: unknown option $1" >&2; exit 2 ;;
     *) out_dir=$1; shift ;;
     esac
 done
+case $launches in '' | *[!0-9]* | 0) echo "six-shapes.sh: --launches takes a count >= 1, not '$launches'" >&2; exit 2 ;; esac
 build=$(cd "$build" 2>/dev/null && pwd) || { echo "six-shapes.sh: no build directory; run bash scripts/build.sh" >&2; exit 2; }
 bench=$build/bench/mpi/queue_bench
 demo=$build/examples/engine_demo
@@ -67,17 +74,19 @@ points=$(IFS=,; echo "${shapes[*]/%/:$size}")
 configs=(ob1 ucx "ubermatch:$main" ubermatch:list)
 names=(ob1 pml_ucx "ubermatch $main" "ubermatch list")
 
-declare -A value kv
+declare -A value worst kv
 min_idle=100
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 failed=0
-csv="shape,depth,size,np,pml,backend,msgs_per_s,min,max,mean,reps,iters,flush"
+csv="shape,depth,size,np,pml,backend,msgs_per_s,min,max,mean,reps,iters,flush,launch"
+for ((launch = 1; launch <= launches; launch++)); do
+echo "launch $launch of $launches"
 for c in "${!configs[@]}"; do
     cfg=${configs[$c]}
     # shellcheck disable=SC2207
     args=($(um_pml_args "$cfg"))
-    cmd=(mpirun -np 2 --bind-to none "${args[@]}" "$bench" --points "$points" --reps "$reps" --time "$time_s"
+    cmd=(mpirun -np 2 --bind-to core "${args[@]}" "$bench" --points "$points" --reps "$reps" --time "$time_s"
          --flush "$flush")
     idle=$(um_wait_idle "$wait_idle")
     [ "$idle" -lt "$min_idle" ] && min_idle=$idle
@@ -87,10 +96,16 @@ for c in "${!configs[@]}"; do
     n=0
     while read -r line; do
         um_parse_line kv "$line"
-        value[$c,${kv[shape]}:${kv[depth]}]=${kv[value]}
+        key=$c,${kv[shape]}:${kv[depth]}
+        if [ -z "${value[$key]:-}" ] || awk -v a="${kv[value]}" -v b="${value[$key]}" 'BEGIN { exit !(a > b) }'; then
+            value[$key]=${kv[value]}
+        fi
+        if [ -z "${worst[$key]:-}" ] || awk -v a="${kv[value]}" -v b="${worst[$key]}" 'BEGIN { exit !(a < b) }'; then
+            worst[$key]=${kv[value]}
+        fi
         pml=${cfg%%:*}
         be=; [ "$pml" = ubermatch ] && be=${cfg#ubermatch:}
-        csv+=$'\n'"${kv[shape]},${kv[depth]},${kv[size]},${kv[np]},$pml,$be,${kv[value]},${kv[min]},${kv[max]},${kv[mean]},${kv[reps]},${kv[iters]},${kv[flush]}"
+        csv+=$'\n'"${kv[shape]},${kv[depth]},${kv[size]},${kv[np]},$pml,$be,${kv[value]},${kv[min]},${kv[max]},${kv[mean]},${kv[reps]},${kv[iters]},${kv[flush]},$launch"
         n=$((n + 1))
         echo "  ${names[$c]}: ${kv[shape]} N=${kv[depth]}: ${kv[value]} msg/s"
     done < <(grep '^shape=' "$log")
@@ -100,6 +115,8 @@ for c in "${!configs[@]}"; do
         grep -v '^shape=\|^#\|^-*$' "$log" | tail -n 8 | sed 's/^/    /'
     fi
 done
+done
+spread=$(for k in "${!value[@]}"; do awk -v b="${value[$k]}" -v w="${worst[$k]}" 'BEGIN { if (w > 0) printf "%.2f\n", b / w }'; done | sort -g | tail -n 1)
 
 fmt() { if [ -z "$1" ]; then echo "n/a"; else awk -v v="$1" 'BEGIN { if (v >= 1e6) printf "%.2f M", v / 1e6; else printf "%.0f k", v / 1e3 }'; fi; }
 ratio() { if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; else echo "n/a"; fi; }
@@ -120,7 +137,8 @@ table=$(
             "${goals[$s]}"
     done
 )
-notes="msg/s of a window of 64 ${size}-byte messages behind N queued entries, 2 ranks (\`mpirun -np 2 --bind-to none\`),
+notes="msg/s of a window of 64 ${size}-byte messages behind N queued entries, 2 ranks (\`mpirun -np 2 --bind-to core\`),
+best of $launches launches (round robin over the PMLs; the widest spread of a cell between its best and worst launch: ${spread:-n/a}x), each the
 median over $reps repetitions of about $(awk -v t="$time_s" -v r="$reps" 'BEGIN { printf "%.2g", t / r }') s of the rate of each one's median window; flush $flush bytes between iterations;
 $(um_machine), $(date -u +%Y-%m-%d);
 CPUs at least ${min_idle}% idle just before each run$([ "$min_idle" -lt 90 ] && echo " (WARNING: other processes were running; numbers are skewed)").

@@ -67,7 +67,7 @@ struct Relaxed {
         const std::string a = assertion != nullptr ? assertion : "";
         no_source = a.find("mpi_assert_no_any_source") != std::string::npos;
         no_tag = a.find("mpi_assert_no_any_tag") != std::string::npos;
-        no_unexpected = a.find("ubermatch_assert_no_unexpected") != std::string::npos;
+        no_unexpected = a.find("ubermatch_no_unexpected") != std::string::npos;
     }
     bool excludes(const Op &op) const {
         return op.kind != OpKind::arrive && op.kind != OpKind::cancel &&

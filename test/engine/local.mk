@@ -30,3 +30,6 @@ test_engine_unit_tests_SOURCES += test/engine/auto_tests.cc
 
 # Issue 14: the relaxed backends (nosource, exact and their no-unexpected forms).
 test_engine_unit_tests_SOURCES += test/engine/relaxed_tests.cc
+
+# Issue 17: matching traces (addresses to ids, reuse, threads, refusals).
+test_engine_unit_tests_SOURCES += test/engine/trace_tests.cc

@@ -55,10 +55,13 @@
 #                       ALLOC_FAULTS_ARGS=--expect-failures): failed
 #                       allocations fail their own receives, nothing else
 #   rma            3    Put/Get/Accumulate/atomics: fence, lock, lock_all+flush, PSCW
+#   assertions     2    MPI-4 info assertions: traffic on communicators made
+#                       with each; under ubermatch the relaxed engine chosen
+#                       (pvar), wildcards they rule out fail, set_info
 # A test not in this table runs with 2 ranks.
 set -u
 
-TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm rma lifetime status_fields alloc_faults bigmsg"
+TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm rma lifetime status_fields assertions alloc_faults bigmsg"
 ranks_of() {
     case "$1" in
     ordering) echo 6 ;;

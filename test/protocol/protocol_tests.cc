@@ -94,10 +94,10 @@ struct Pair {
         REQUIRE(peer != nullptr);
         return peer;
     }
-    um_proto_comm_t *comm(um_proto_t *p, uint32_t cid) {
+    um_proto_comm_t *comm(um_proto_t *p, uint32_t cid, const char *backend = nullptr) {
         um_proto_comm_t *c = nullptr;
         char err[256];
-        REQUIRE(um_proto_comm_create(p, cid, p == a ? 0 : 1, 2, &c, err, sizeof err) == UM_PROTO_OK);
+        REQUIRE(um_proto_comm_create(p, cid, p == a ? 0 : 1, 2, backend, &c, err, sizeof err) == UM_PROTO_OK);
         comms.push_back({p, c});
         return c;
     }
@@ -413,4 +413,91 @@ TEST_CASE("protocol: shm_eager_limit beyond what a ring carries is refused at cr
     CHECK(um_proto_create(&c, &kCallbacks, &p, err, sizeof err) == UM_PROTO_ERROR);
     CHECK(std::string(err).find("is out of range; valid values are 0 .. ") != std::string::npos);
     CHECK(p == nullptr);
+}
+
+// Relaxed engines per communicator (info assertions): Open MPI's own traffic
+// (negative tags) keeps full matching beside them, a refused wildcard queues
+// nothing, and an arrival no receive awaits under no-unexpected is kept.
+static um_proto_comm_info_t info_of(um_proto_t *p, um_proto_comm_t *c) {
+    um_proto_comm_info_t i{};
+    um_proto_comm_info(p, c, &i);
+    return i;
+}
+
+TEST_CASE("protocol: a relaxed engine, collective traffic apart, wildcards refused", "[protocol][relaxed]") {
+    Pair p;
+    um_proto_comm_t *ca = p.comm(p.a, 4);
+    um_proto_comm_t *cb = p.comm(p.b, 4, "exact");
+    CHECK(std::strcmp(info_of(p.b, cb).backend, "exact") == 0);
+    CHECK(std::strcmp(info_of(p.b, cb).coll_backend, "auto") == 0);
+    CHECK(info_of(p.b, cb).relaxed == (UM_PROTO_ASSERT_NO_ANY_SOURCE | UM_PROTO_ASSERT_NO_ANY_TAG));
+    int v = 0, w = 0;
+    Op r_any, r_coll, r_tag, s1, s2;
+    REQUIRE(p.post(cb, UM_ANY_SOURCE, 5, &w, sizeof w, r_any) == UM_PROTO_ASSERTION);
+    REQUIRE(p.post(cb, 0, UM_ANY_TAG, &w, sizeof w, r_any) == UM_PROTO_ASSERTION);
+    // A barrier's ANY_SOURCE receive with an internal tag goes to the full engine.
+    REQUIRE(p.post(cb, UM_ANY_SOURCE, -16, &v, sizeof v, r_coll) == UM_PROTO_OK);
+    REQUIRE(p.post(cb, 0, 5, &w, sizeof w, r_tag) == UM_PROTO_OK);
+    const int one = 1, two = 2;
+    REQUIRE(p.send(ca, -16, &one, sizeof one, s1) == UM_PROTO_OK);
+    REQUIRE(p.send(ca, 5, &two, sizeof two, s2) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return r_coll.done && r_tag.done && s1.done && s2.done; }));
+    CHECK(v == 1);
+    CHECK(w == 2);
+    CHECK(!r_any.done);
+    um_stats_t st{};
+    um_proto_comm_stats(p.b, cb, &st);
+    CHECK(st.posted_len == 0);
+    CHECK(st.p2p.matches + st.coll.matches == 2); // both engines counted
+}
+
+TEST_CASE("protocol: switching engines waits for point-to-point queues to empty", "[protocol][relaxed]") {
+    Pair p;
+    um_proto_comm_t *ca = p.comm(p.a, 6);
+    um_proto_comm_t *cb = p.comm(p.b, 6);
+    char err[256];
+    int v = 0, c = 0;
+    Op r, rc, s;
+    REQUIRE(p.post(cb, 0, 1, &v, sizeof v, r) == UM_PROTO_OK);
+    REQUIRE(p.post(cb, UM_ANY_SOURCE, -20, &c, sizeof c, rc) == UM_PROTO_OK); // internal: may stay
+    REQUIRE(um_proto_comm_use(p.b, cb, "nosource", err, sizeof err) == UM_PROTO_AGAIN);
+    CHECK(info_of(p.b, cb).relaxed == 0);
+    const int x = 9;
+    REQUIRE(p.send(ca, 1, &x, sizeof x, s) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return r.done; }));
+    REQUIRE(um_proto_comm_use(p.b, cb, "nosource", err, sizeof err) == UM_PROTO_OK);
+    CHECK(info_of(p.b, cb).relaxed == UM_PROTO_ASSERT_NO_ANY_SOURCE);
+    Op s2;
+    REQUIRE(p.send(ca, -20, &x, sizeof x, s2) == UM_PROTO_OK); // the old engine kept its receive
+    REQUIRE(p.until([&] { return rc.done; }));
+    CHECK(c == 9);
+    REQUIRE(um_proto_comm_use(p.b, cb, nullptr, err, sizeof err) == UM_PROTO_OK); // back to auto
+    CHECK(info_of(p.b, cb).relaxed == 0);
+    CHECK(info_of(p.b, cb).coll_backend[0] == '\0');
+    REQUIRE(um_proto_comm_use(p.b, cb, "hashmap", err, sizeof err) == UM_PROTO_ERROR);
+    CHECK(std::strstr(err, "hashmap") != nullptr);
+}
+
+TEST_CASE("protocol: an arrival before its receive under no-unexpected is kept", "[protocol][relaxed]") {
+    Pair p;
+    um_proto_comm_t *ca = p.comm(p.a, 8);
+    um_proto_comm_t *cb = p.comm(p.b, 8, "nosource-nounexp");
+    int early = 0, later = 0;
+    Op r_early, r_later, s1, s2;
+    REQUIRE(p.post(cb, 0, 2, &later, sizeof later, r_later) == UM_PROTO_OK); // moves to the new engine
+    const int one = 1, two = 2;
+    REQUIRE(p.send(ca, 1, &one, sizeof one, s1) == UM_PROTO_OK); // nobody awaits tag 1
+    REQUIRE(p.until([&] { return unexpected_len(p.b, cb) == 1; }));
+    CHECK(info_of(p.b, cb).refused == 1);
+    CHECK(std::strcmp(info_of(p.b, cb).backend, "nosource") == 0);
+    CHECK(info_of(p.b, cb).relaxed == UM_PROTO_ASSERT_NO_ANY_SOURCE);
+    char err[256];
+    REQUIRE(um_proto_comm_use(p.b, cb, "nosource-nounexp", err, sizeof err) == UM_PROTO_OK);
+    CHECK(std::strcmp(info_of(p.b, cb).backend, "nosource") == 0); // never relied on again
+    REQUIRE(p.post(cb, 0, 1, &early, sizeof early, r_early) == UM_PROTO_OK);
+    REQUIRE(r_early.done);
+    CHECK(early == 1);
+    REQUIRE(p.send(ca, 2, &two, sizeof two, s2) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return r_later.done; }));
+    CHECK(later == 2);
 }

@@ -10,6 +10,7 @@ ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_SOURCES = \
 	ompi/mca/pml/ubermatch/pml_ubermatch_request.h \
 	ompi/mca/pml/ubermatch/pml_ubermatch_request.c \
 	ompi/mca/pml/ubermatch/pml_ubermatch_pvar.c \
+	ompi/mca/pml/ubermatch/pml_ubermatch_assert.c \
 	ompi/mca/pml/ubermatch/pml_ubermatch_coll_hooks.h \
 	ompi/mca/pml/ubermatch/pml_ubermatch_coll.c
 # The protocol core is C++: link with the C++ driver (automake's idiom for a

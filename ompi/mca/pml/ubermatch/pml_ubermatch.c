@@ -112,7 +112,10 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
         (NULL != cfg->ucx_rndv_thresh && '\0' != cfg->ucx_rndv_thresh[0]) ? cfg->ucx_rndv_thresh
                                                                           : NULL;
 
-    if (0 != um_trace_start(cfg->trace, err, sizeof(err))) {
+    if (OMPI_SUCCESS != mca_pml_ubermatch_assert_init()) {
+        return OMPI_ERR_BAD_PARAM;
+    }
+    if (0 != um_trace_start(cfg->trace, enable_mpi_threads, err, sizeof(err))) {
         opal_output(0, "pml_ubermatch: %s", err);
         return OMPI_ERR_BAD_PARAM;
     }
@@ -304,33 +307,40 @@ int mca_pml_ubermatch_add_comm(struct ompi_communicator_t *comm)
 {
     mca_pml_ubermatch_comm_t *state = malloc(sizeof(*state));
     char err[512];
+    const char *backend;
 
     if (NULL == state) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    state->proto = NULL;
+    comm->c_pml_comm = (struct mca_pml_comm_t *) state; /* the info callbacks find it */
+    backend = mca_pml_ubermatch_assert_add_comm(comm);
     if (UM_PROTO_OK != um_proto_comm_create(mca_pml_ubermatch.proto, comm->c_contextid,
                                             ompi_comm_rank(comm),
-                                            mca_pml_ubermatch_peer_count(comm), &state->proto,
-                                            err, sizeof(err))) {
+                                            mca_pml_ubermatch_peer_count(comm), backend,
+                                            &state->proto, err, sizeof(err))) {
         opal_output(0, "pml_ubermatch: cannot create the matching engine of %s: %s",
                     comm->c_name, err);
+        comm->c_pml_comm = NULL;
         free(state);
         return OMPI_ERR_BAD_PARAM;
     }
     mca_pml_ubermatch_coll_construct(&state->coll);
-    comm->c_pml_comm = (struct mca_pml_comm_t *) state;
-    PML_UM_VERBOSE(2, "communicator %u (%s): %d peers, engine %s", comm->c_contextid,
-                   comm->c_name, mca_pml_ubermatch_peer_count(comm),
-                   um_proto_backend(mca_pml_ubermatch.proto));
+    PML_UM_VERBOSE(2, "communicator %u (%s): %d peers, engine %s (assertions 0x%x)",
+                   comm->c_contextid, comm->c_name, mca_pml_ubermatch_peer_count(comm),
+                   NULL != backend ? backend : um_proto_backend(mca_pml_ubermatch.proto),
+                   (unsigned) state->applied);
     return OMPI_SUCCESS;
 }
 
 static void print_stats(struct ompi_communicator_t *comm)
 {
     um_stats_t s;
+    um_proto_comm_info_t info;
     uint64_t searches, inspected, deepest;
 
     um_proto_comm_stats(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), &s);
+    um_proto_comm_info(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), &info);
     searches = s.p2p.searches + s.coll.searches;
     if (0 == searches) {
         return;
@@ -343,7 +353,7 @@ static void print_stats(struct ompi_communicator_t *comm)
             "collective), %llu matches, mean depth %.2f, max depth %llu, posted max %llu, "
             "unexpected max %llu, queues %llu, %llu bytes\n",
             (unsigned) OMPI_PROC_MY_NAME->vpid, comm->c_name, comm->c_contextid,
-            um_proto_backend(mca_pml_ubermatch.proto), (unsigned long long) searches,
+            info.backend, (unsigned long long) searches,
             (unsigned long long) s.p2p.searches, (unsigned long long) s.coll.searches,
             (unsigned long long) (s.p2p.matches + s.coll.matches),
             (double) inspected / (double) searches, (unsigned long long) deepest,
@@ -358,7 +368,15 @@ static void print_stats(struct ompi_communicator_t *comm)
                 (unsigned long long) s.blocks, (unsigned long long) s.holes,
                 (unsigned long long) s.compactions);
     }
-    if (0 == strcmp(um_proto_backend(mca_pml_ubermatch.proto), "auto")) {
+    if ('\0' != info.coll_backend[0]) {
+        fprintf(stderr,
+                "[ubermatch] rank %u, %s: relaxed engine (assertions 0x%x), Open MPI's own "
+                "traffic apart in %s; %llu arrivals found no receive under "
+                "ubermatch_no_unexpected\n",
+                (unsigned) OMPI_PROC_MY_NAME->vpid, comm->c_name, (unsigned) info.relaxed,
+                info.coll_backend, (unsigned long long) info.refused);
+    }
+    if (0 == strcmp(info.backend, "auto")) {
         fprintf(stderr,
                 "[ubermatch] rank %u, %s: auto: %llu of 4 queues indexed now, %llu changes of "
                 "form, index %llu bytes, %llu times kept a list by max_index_bytes\n",
@@ -578,10 +596,16 @@ static int probe_once(int src, int tag, struct ompi_communicator_t *comm, int *m
     int rc;
 
     mca_pml_ubermatch_hint(tag, 0, comm, &hint);
+    *matched = 0;
+    rc = mca_pml_ubermatch_assert_recv(comm, src, tag);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
     rc = um_proto_probe(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), src, tag, &hint,
                         NULL != message, matched, &info, &msg);
     if (OPAL_UNLIKELY(UM_PROTO_OK != rc)) {
-        return OMPI_ERROR;
+        return UM_PROTO_ASSERTION == rc ? (MPI_ANY_SOURCE == src ? MPI_ERR_RANK : MPI_ERR_TAG)
+                                        : OMPI_ERROR;
     }
     if (!*matched) {
         return OMPI_SUCCESS;

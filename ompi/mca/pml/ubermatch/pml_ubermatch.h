@@ -46,6 +46,7 @@ typedef struct mca_pml_ubermatch_config {
     size_t shm_eager_limit; /* largest message through a shared-memory ring; 0: none */
     bool hwloc;             /* ring sizes from the cache hierarchy (protocol/topology.h) */
     char *trace;        /* directory of the matching trace (replay/); empty: off */
+    char *assertions;   /* honour or ignore communicators' info assertions */
 } mca_pml_ubermatch_config_t;
 
 typedef struct mca_pml_ubermatch_module {
@@ -58,6 +59,8 @@ typedef struct mca_pml_ubermatch_module {
     ompi_request_t completed_send;
     opal_mutex_t connect_lock; /* one endpoint per peer, also with threads */
     int output;                /* opal_output stream for verbose messages */
+    uint32_t assert_mask;      /* the assertions honoured (PML_UM_ASSERT_*); 0: ignore */
+    bool nosource;             /* pml_ubermatch_assertions = all: no_any_source alone -> nosource */
 } mca_pml_ubermatch_module_t;
 
 extern mca_pml_base_component_2_0_0_t mca_pml_ubermatch_component;
@@ -96,7 +99,43 @@ typedef struct mca_pml_ubermatch_coll_state {
 typedef struct mca_pml_ubermatch_comm {
     um_proto_comm_t *proto;
     mca_pml_ubermatch_coll_state_t coll;
+    uint32_t own_asserts; /* our own info keys (PML_UM_ASSERT_NO_UNEXPECTED) */
+    uint32_t applied;     /* the assertions its engine was chosen for */
 } mca_pml_ubermatch_comm_t;
+
+/* Info assertions (pml_ubermatch_assert.c): Open MPI's bits in c_assertions
+ * (OMPI_COMM_ASSERT_*, set or cleared for the keys a PML subscribes to; 4.1.4 never
+ * initialises the other bits) and ours above them. */
+#define PML_UM_ASSERT_OMPI                                                                 \
+    (OMPI_COMM_ASSERT_NO_ANY_TAG | OMPI_COMM_ASSERT_NO_ANY_SOURCE |                       \
+     OMPI_COMM_ASSERT_EXACT_LENGTH | OMPI_COMM_ASSERT_ALLOW_OVERTAKE)
+#define PML_UM_ASSERT_NO_UNEXPECTED 0x100u
+#define PML_UM_ASSERT_ALL (PML_UM_ASSERT_OMPI | PML_UM_ASSERT_NO_UNEXPECTED)
+
+int mca_pml_ubermatch_assert_register(void);
+int mca_pml_ubermatch_assert_init(void); /* checks pml_ubermatch_assertions */
+/* add_comm: subscribes to the keys; the engine backend the communicator's info asks for (NULL:
+ * the configured one). */
+const char *mca_pml_ubermatch_assert_add_comm(struct ompi_communicator_t *comm);
+int mca_pml_ubermatch_assert_slow(struct ompi_communicator_t *comm, int src, int tag,
+                                  uint32_t now);
+
+/* Every receive and probe: a wildcard the communicator's assertions rule out is
+ * an error (MPI_ERR_RANK, MPI_ERR_TAG), and after MPI_Comm_set_info the engine
+ * follows the assertions. Open MPI's own traffic (tags below MPI_ANY_TAG) is not
+ * bound by them. Inline: one compare when nothing changed and no wildcard. */
+static inline int mca_pml_ubermatch_assert_recv(struct ompi_communicator_t *comm, int src,
+                                                int tag)
+{
+    mca_pml_ubermatch_comm_t *c = (mca_pml_ubermatch_comm_t *) comm->c_pml_comm;
+    const uint32_t now = ((comm->c_assertions & PML_UM_ASSERT_OMPI) | c->own_asserts) &
+                         mca_pml_ubermatch.assert_mask;
+    if (OPAL_LIKELY(now == c->applied) &&
+        (OPAL_LIKELY(0 == now) || (MPI_ANY_SOURCE != src && MPI_ANY_TAG != tag))) {
+        return OMPI_SUCCESS;
+    }
+    return mca_pml_ubermatch_assert_slow(comm, src, tag, now);
+}
 
 /* The protocol's state of a communicator; NULL before add_comm and after del_comm. */
 static inline um_proto_comm_t *mca_pml_ubermatch_comm(struct ompi_communicator_t *comm)

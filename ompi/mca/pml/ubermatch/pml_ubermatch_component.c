@@ -202,6 +202,11 @@ static int mca_pml_ubermatch_component_register(void)
                         "one rank-R.umt file per rank, for ubermatch-replay; empty: off",
                         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_3, &cfg->trace);
 
+    rc = mca_pml_ubermatch_assert_register();
+    if (rc < 0) {
+        return rc;
+    }
+
     rc = mca_pml_ubermatch_register_coll_hooks();
     if (OPAL_SUCCESS != rc) {
         return rc;

@@ -63,7 +63,19 @@ static const pvar_def_t pvars[] = {
      MPI_T_PVAR_CLASS_SIZE},
     {"dedicated_coll_queues", "col, colpnp, col+list: dedicated collective (COL) queues",
      MPI_T_PVAR_CLASS_SIZE},
+    /* From the communicator's info assertions (pml_ubermatch_assert.c), not the engine's stats. */
+    {"relaxed", "Assertions the communicator's engine relies on: 1 mpi_assert_no_any_source, 2 "
+     "mpi_assert_no_any_tag, 4 ubermatch_no_unexpected; 0: full matching",
+     MPI_T_PVAR_CLASS_GENERIC},
+    {"unexpected_refused", "Arrivals that found no receive under ubermatch_no_unexpected (the "
+     "communicator keeps unexpected messages from the first on)", MPI_T_PVAR_CLASS_COUNTER},
 };
+#define PVAR_FIRST_INFO 26 /* pvars[] from here are read by pvar_info() */
+
+static unsigned long long pvar_info(size_t which, const um_proto_comm_info_t *info)
+{
+    return PVAR_FIRST_INFO == which ? info->relaxed : info->refused;
+}
 
 static unsigned long long pvar_value(size_t which, const um_stats_t *s)
 {
@@ -94,21 +106,28 @@ static unsigned long long pvar_value(size_t which, const um_stats_t *s)
     case 22: return s->overhead_ns;
     case 23: return s->timer_outliers;
     case 24: return s->dedicated_p2p;
-    default: return s->dedicated_coll;
+    default: return s->dedicated_coll; /* 25 */
     }
 }
 
 static int get_value(const struct mca_base_pvar_t *pvar, void *value, void *obj_handle)
 {
     struct ompi_communicator_t *comm = (struct ompi_communicator_t *) obj_handle;
+    const size_t which = (size_t) (uintptr_t) pvar->ctx;
     um_stats_t s;
+    um_proto_comm_info_t info;
 
     if (NULL == mca_pml_ubermatch.proto || NULL == comm || NULL == mca_pml_ubermatch_comm(comm)) {
         *(unsigned long long *) value = 0;
         return OMPI_SUCCESS;
     }
+    if (which >= PVAR_FIRST_INFO) {
+        um_proto_comm_info(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), &info);
+        *(unsigned long long *) value = pvar_info(which, &info);
+        return OMPI_SUCCESS;
+    }
     um_proto_comm_stats(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), &s);
-    *(unsigned long long *) value = pvar_value((size_t) (uintptr_t) pvar->ctx, &s);
+    *(unsigned long long *) value = pvar_value(which, &s);
     return OMPI_SUCCESS;
 }
 

@@ -221,6 +221,10 @@ int mca_pml_ubermatch_start(size_t count, ompi_request_t **requests)
         mca_pml_ubermatch_reset_status(&req->ompi.req_status);
         rc = mca_pml_ubermatch_request_start(req);
         if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+            /* Not started (e.g. a wildcard the communicator's assertions rule out):
+             * inactive again, so that MPI_Wait returns and MPI_Request_free frees it. */
+            req->ompi.req_state = OMPI_REQUEST_INACTIVE;
+            req->ompi.req_complete = REQUEST_COMPLETED;
             return rc;
         }
     }

@@ -115,12 +115,19 @@ static inline void mca_pml_ubermatch_recv_prepare(mca_pml_ubermatch_request_t *r
 
 static inline int mca_pml_ubermatch_recv_start(mca_pml_ubermatch_request_t *req)
 {
+    struct ompi_communicator_t *comm = req->ompi.req_mpi_object.comm;
+    int rc = mca_pml_ubermatch_assert_recv(comm, req->peer, req->tag);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
     mca_pml_ubermatch_recv_prepare(req);
-    return UM_PROTO_OK == um_proto_post_recv(mca_pml_ubermatch.proto,
-                                        mca_pml_ubermatch_comm(req->ompi.req_mpi_object.comm),
-                                        &req->recv)
-               ? OMPI_SUCCESS
-               : OMPI_ERROR;
+    rc = um_proto_post_recv(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), &req->recv);
+    if (OPAL_LIKELY(UM_PROTO_OK == rc)) {
+        return OMPI_SUCCESS;
+    }
+    /* A relaxed engine chosen by pml_ubermatch_backend for every communicator. */
+    return UM_PROTO_ASSERTION == rc ? (MPI_ANY_SOURCE == req->peer ? MPI_ERR_RANK : MPI_ERR_TAG)
+                                    : OMPI_ERROR;
 }
 
 /* Starts the operation of an allocated (or restarted persistent) request. */

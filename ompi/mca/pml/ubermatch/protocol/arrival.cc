@@ -149,7 +149,16 @@ bool Protocol::arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns)
     hint.comm_size = static_cast<uint32_t>(comm.remote_size);
     um_match_t match{};
     try {
-        comm.engine->arrive(msg->hdr.source, msg->hdr.tag, hint, msg, &match);
+        Engine &engine = comm.engine_for(msg->hdr.tag);
+        if (UM_UNLIKELY(engine.arrive(msg->hdr.source, msg->hdr.tag, hint, msg, &match) ==
+                        UM_ERR_ASSERTION)) {
+            // No receive awaits it under ubermatch_no_unexpected: queued all the same.
+            if (!keep_unexpected(comm, *msg)) {
+                drop(msg, ucx_owns);
+                return false;
+            }
+            comm.engine->arrive(msg->hdr.source, msg->hdr.tag, hint, msg, &match);
+        }
     } catch (const std::bad_alloc &) {
         drop(msg, ucx_owns); // the engine has no memory to queue it
         return false;

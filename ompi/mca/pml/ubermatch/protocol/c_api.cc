@@ -101,15 +101,31 @@ void um_proto_disconnect(um_proto_t *proto, um_proto_peer_t **peers, size_t coun
 }
 
 int um_proto_comm_create(um_proto_t *proto, uint32_t cid, int32_t local_rank, int32_t remote_size,
-                         um_proto_comm_t **comm, char *err, size_t errlen) {
+                         const char *backend, um_proto_comm_t **comm, char *err, size_t errlen) {
     try {
-        *comm = reinterpret_cast<um_proto_comm_t *>(cxx(proto)->comm_create(cid, local_rank, remote_size));
+        *comm = reinterpret_cast<um_proto_comm_t *>(cxx(proto)->comm_create(
+            cid, local_rank, remote_size, backend != nullptr ? backend : ""));
         return UM_PROTO_OK;
     } catch (const std::exception &e) {
         set_error(err, errlen, e.what());
         *comm = nullptr;
         return UM_PROTO_ERROR;
     }
+}
+
+int um_proto_comm_use(um_proto_t *proto, um_proto_comm_t *comm, const char *backend, char *err,
+                      size_t errlen) {
+    try {
+        return cxx(proto)->comm_use(cxx(comm), backend != nullptr ? backend : "") ? UM_PROTO_OK
+                                                                                : UM_PROTO_AGAIN;
+    } catch (const std::exception &e) {
+        set_error(err, errlen, e.what());
+        return UM_PROTO_ERROR;
+    }
+}
+
+void um_proto_comm_info(um_proto_t *proto, um_proto_comm_t *comm, um_proto_comm_info_t *info) {
+    *info = cxx(proto)->comm_info(cxx(comm));
 }
 
 void um_proto_comm_destroy(um_proto_t *proto, um_proto_comm_t *comm) {

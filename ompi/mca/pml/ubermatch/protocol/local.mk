@@ -13,6 +13,7 @@ ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_SOURCES = \
 	ompi/mca/pml/ubermatch/protocol/delivery.cc \
 	ompi/mca/pml/ubermatch/protocol/send.cc \
 	ompi/mca/pml/ubermatch/protocol/peer.cc \
+	ompi/mca/pml/ubermatch/protocol/relaxed.cc \
 	ompi/mca/pml/ubermatch/protocol/topology.h \
 	ompi/mca/pml/ubermatch/protocol/topology.cc \
 	ompi/mca/pml/ubermatch/protocol/c_api.cc

@@ -3,6 +3,7 @@
 #include "ompi/mca/pml/ubermatch/protocol/protocol.h"
 
 #include <algorithm>
+#include <utility>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -163,12 +164,14 @@ void Protocol::top_up_reserve() noexcept {
 
 // --- communicators ---------------------------------------------------------
 
-Comm *Protocol::comm_create(uint32_t cid, int32_t local_rank, int32_t remote_size) {
+Comm *Protocol::comm_create(uint32_t cid, int32_t local_rank, int32_t remote_size,
+                            const std::string &backend) {
     auto comm = std::make_unique<Comm>();
     comm->cid = cid;
     comm->local_rank = local_rank;
     comm->remote_size = remote_size;
-    comm->engine = trace::record(make_engine(backend_, remote_size, params_), cid, local_rank);
+    const std::string &name = backend.empty() ? backend_ : backend;
+    set_engine(*comm, new_engine(*comm, name), name);
     comm->send_seq.assign(static_cast<size_t>(remote_size), 0);
     comm->recv_seq.assign(static_cast<size_t>(remote_size), 0);
 
@@ -200,8 +203,12 @@ void Protocol::comm_destroy(Comm *comm) {
         if (comm->cid < comms_.size() && comms_[comm->cid] == comm) {
             comms_[comm->cid] = nullptr;
         }
-        for (const QueuedElement &e : comm->engine->snapshot().unexpected) {
-            gone.push_back(static_cast<Message *>(e.handle));
+        for (Engine *e : {comm->engine.get(), comm->coll.get()}) {
+            if (e != nullptr) {
+                for (const QueuedElement &q : e->snapshot().unexpected) {
+                    gone.push_back(static_cast<Message *>(q.handle));
+                }
+            }
         }
         for (auto &entry : comm->early) {
             gone.push_back(entry.second);
@@ -216,7 +223,26 @@ void Protocol::comm_destroy(Comm *comm) {
 
 um_stats_t Protocol::comm_stats(Comm *comm) {
     Guard guard(*this);
-    return comm->engine->stats();
+    um_stats_t s = comm->engine->stats();
+    if (comm->coll != nullptr) { // collective traffic apart (relaxed.cc): add it
+        const um_stats_t c = comm->coll->stats();
+        s.posted_len += c.posted_len;
+        s.unexpected_len += c.unexpected_len;
+        s.posted_max += c.posted_max; // an upper bound: the two peaks may not coincide
+        s.unexpected_max += c.unexpected_max;
+        s.queues += c.queues;
+        s.bytes += c.bytes;
+        s.cancels += c.cancels;
+        for (auto [to, from] : {std::make_pair(&s.p2p, &c.p2p), std::make_pair(&s.coll, &c.coll)}) {
+            to->searches += from->searches;
+            to->matches += from->matches;
+            to->inspected += from->inspected;
+            to->max_inspected = std::max(to->max_inspected, from->max_inspected);
+            to->search_ns += from->search_ns;
+            to->posted_search_ns += from->posted_search_ns;
+        }
+    }
+    return s;
 }
 
 void Protocol::comm_dump(Comm *comm, FILE *out) {
@@ -226,6 +252,10 @@ void Protocol::comm_dump(Comm *comm, FILE *out) {
         s << "communicator " << comm->cid << ", rank " << comm->local_rank << ", peers "
           << comm->remote_size << ", held out of sequence " << comm->early.size() << "\n";
         comm->engine->dump(s);
+        if (comm->coll != nullptr) {
+            s << "Open MPI's own traffic (negative tags), apart:\n";
+            comm->coll->dump(s);
+        }
     }
     std::fputs(s.str().c_str(), out);
 }
@@ -246,8 +276,10 @@ int Protocol::recv(Comm *comm, um_proto_recv_t *recv) {
     {
         Guard guard(*this);
         um_match_t match{};
-        if (comm->engine->post_recv(recv->source, recv->tag, recv->hint, recv, &match) != UM_OK) {
-            return UM_PROTO_ERROR;
+        const int rc = comm->engine_for(recv->tag).post_recv(recv->source, recv->tag, recv->hint,
+                                                             recv, &match);
+        if (rc != UM_OK) {
+            return rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
         }
         if (match.handle != nullptr) {
             actions.add(recv, static_cast<Message *>(match.handle));
@@ -259,8 +291,9 @@ int Protocol::recv(Comm *comm, um_proto_recv_t *recv) {
 
 int Protocol::cancel(Comm *comm, um_proto_recv_t *recv, bool *cancelled) {
     Guard guard(*this);
-    return comm->engine->cancel(recv->source, recv->tag, recv, cancelled) == UM_OK ? UM_PROTO_OK
-                                                                                 : UM_PROTO_ERROR;
+    return comm->engine_for(recv->tag).cancel(recv->source, recv->tag, recv, cancelled) == UM_OK
+               ? UM_PROTO_OK
+               : UM_PROTO_ERROR;
 }
 
 int Protocol::probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
@@ -269,10 +302,11 @@ int Protocol::probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hi
     {
         Guard guard(*this);
         um_match_t match{};
-        const int rc = remove ? comm->engine->mprobe(source, tag, hint, &match)
-                              : comm->engine->probe(source, tag, hint, &match);
+        Engine &engine = comm->engine_for(tag);
+        const int rc = remove ? engine.mprobe(source, tag, hint, &match)
+                              : engine.probe(source, tag, hint, &match);
         if (rc != UM_OK) {
-            return UM_PROTO_ERROR;
+            return rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
         }
         *found = static_cast<Message *>(match.handle);
         if (remove && *found != nullptr) {
@@ -287,7 +321,8 @@ void Protocol::msg_recv(Message *msg, um_proto_recv_t *recv) { deliver(recv, msg
 
 int Protocol::collective(Comm *comm, const um_hint_t &hint, bool begin) {
     Guard guard(*this);
-    const int rc = begin ? comm->engine->collective_begin(hint) : comm->engine->collective_end(hint);
+    Engine &engine = comm->coll != nullptr ? *comm->coll : *comm->engine;
+    const int rc = begin ? engine.collective_begin(hint) : engine.collective_end(hint);
     return rc == UM_OK ? UM_PROTO_OK : UM_PROTO_ERROR;
 }
 

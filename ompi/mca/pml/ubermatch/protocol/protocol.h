@@ -152,7 +152,20 @@ struct Comm {
     uint32_t cid;
     int32_t local_rank;
     int32_t remote_size;
-    std::unique_ptr<Engine> engine;
+    std::unique_ptr<Engine> engine; // point-to-point, and all traffic while `coll` is null
+    // With a relaxed engine (info assertions, relaxed.cc): Open MPI's own traffic
+    // (negative tags: collectives, topology and window set-up) is not bound by the
+    // user's assertions and may use ANY_SOURCE (the linear barrier does), so it gets
+    // an engine of full matching of its own. The split is exact: ANY_TAG never
+    // matches a negative tag.
+    std::unique_ptr<Engine> coll;
+    std::string backend;   // of `engine`
+    uint32_t relaxed = 0;  // UM_PROTO_ASSERT_* that `engine` relies on
+    uint64_t refused = 0;  // arrivals no receive awaited under no_unexpected
+    bool kept_unexpected = false; // no_unexpected was broken: never relied on again
+    Engine &engine_for(int32_t tag) {
+        return (UM_UNLIKELY(coll != nullptr) && tag < 0 && tag != UM_ANY_TAG) ? *coll : *engine;
+    }
     std::vector<uint32_t> send_seq; // next sequence number to each destination
     std::vector<uint32_t> recv_seq; // next expected from each source
     std::unordered_map<uint64_t, Message *> early; // out of sequence, by (source, seq)
@@ -225,7 +238,13 @@ public:
     // std::bad_alloc).
     std::string transports(const Peer &peer) const;
 
-    Comm *comm_create(uint32_t cid, int32_t local_rank, int32_t remote_size); // throws
+    // backend: empty for the configured one. Throws.
+    Comm *comm_create(uint32_t cid, int32_t local_rank, int32_t remote_size,
+                      const std::string &backend);
+    // relaxed.cc: makes backend (empty: the configured one) the engine of comm's
+    // point-to-point traffic when it holds nothing; false: not now. Throws on a bad name.
+    bool comm_use(Comm *comm, const std::string &backend);
+    um_proto_comm_info_t comm_info(Comm *comm);
     void comm_destroy(Comm *comm);
     um_stats_t comm_stats(Comm *comm);
     void comm_dump(Comm *comm, FILE *out);
@@ -301,6 +320,12 @@ private:
     // Under the lock: sequence check, then the engine. True when msg was kept.
     bool accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns);
     bool arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns);
+    // relaxed.cc, under the lock: the engine of comm's point-to-point traffic.
+    std::unique_ptr<Engine> new_engine(const Comm &comm, const std::string &backend);
+    void set_engine(Comm &comm, std::unique_ptr<Engine> engine, const std::string &backend);
+    // An arrival the no-unexpected engine refused: comm keeps unexpected messages
+    // from now on. False: no memory for that.
+    bool keep_unexpected(Comm &comm, const Message &msg) noexcept;
     void store(Message *msg) noexcept;
     // Fault injection (um_proto_config_t.fail_alloc_every): this allocation fails.
     bool inject_failure() noexcept {

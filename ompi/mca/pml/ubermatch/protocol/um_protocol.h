@@ -31,7 +31,17 @@ enum um_proto_status {
     UM_PROTO_OK = 0,
     UM_PROTO_TRUNCATED = 1, /* the message was longer than the receive */
     UM_PROTO_ERROR = 2,     /* a transport or argument error */
-    UM_PROTO_NOMEM = 3      /* no memory for this operation (it alone fails) */
+    UM_PROTO_NOMEM = 3,     /* no memory for this operation (it alone fails) */
+    UM_PROTO_ASSERTION = 4, /* the communicator's relaxed engine excludes this call (a
+                               wildcard its assertions rule out); nothing was queued */
+    UM_PROTO_AGAIN = 5      /* not now: the engine holds receives or messages */
+};
+
+/* The assertions a relaxed engine relies on (um_proto_comm_info_t.relaxed). */
+enum um_proto_assert {
+    UM_PROTO_ASSERT_NO_ANY_SOURCE = 1, /* mpi_assert_no_any_source */
+    UM_PROTO_ASSERT_NO_ANY_TAG = 2,    /* mpi_assert_no_any_tag */
+    UM_PROTO_ASSERT_NO_UNEXPECTED = 4  /* ubermatch_no_unexpected */
 };
 
 typedef struct um_proto um_proto_t;
@@ -119,9 +129,27 @@ void um_proto_disconnect(um_proto_t *proto, um_proto_peer_t **peers, size_t coun
 
 /* A communicator: its id (equal in every member), this process's rank in the
  * local group and the size of the group it talks to (the remote group of an
- * intercommunicator). Messages that arrived for it before are matched now. */
+ * intercommunicator), and the engine backend of its point-to-point traffic
+ * (NULL: the configured one; a relaxed one gives Open MPI's own traffic, negative
+ * tags, an engine of the configured backend of its own). Messages that arrived
+ * for it before are matched now. */
 int um_proto_comm_create(um_proto_t *proto, uint32_t cid, int32_t local_rank,
-                         int32_t remote_size, um_proto_comm_t **comm, char *err, size_t errlen);
+                         int32_t remote_size, const char *backend, um_proto_comm_t **comm,
+                         char *err, size_t errlen);
+/* Makes backend (NULL: the configured one) the engine of comm's point-to-point
+ * traffic: UM_PROTO_OK when it is now (or was already), UM_PROTO_AGAIN when that
+ * engine holds receives or messages (nothing changed), UM_PROTO_ERROR with a message
+ * for an unknown backend. After an arrival broke ubermatch_no_unexpected, a
+ * -nounexp backend is taken without that relaxation. */
+int um_proto_comm_use(um_proto_t *proto, um_proto_comm_t *comm, const char *backend, char *err,
+                      size_t errlen);
+typedef struct um_proto_comm_facts {
+    char backend[32];      /* the engine of point-to-point traffic */
+    char coll_backend[32]; /* of Open MPI's own traffic when apart; "" when not */
+    uint32_t relaxed;      /* UM_PROTO_ASSERT_* the engine relies on; 0: full matching */
+    uint64_t refused;      /* arrivals no receive awaited under ubermatch_no_unexpected */
+} um_proto_comm_info_t;
+void um_proto_comm_info(um_proto_t *proto, um_proto_comm_t *comm, um_proto_comm_info_t *info);
 void um_proto_comm_destroy(um_proto_t *proto, um_proto_comm_t *comm);
 void um_proto_comm_stats(um_proto_t *proto, um_proto_comm_t *comm, um_stats_t *stats);
 /* Held messages: out of sequence, or for communicators not created yet. */

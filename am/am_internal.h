@@ -1,0 +1,118 @@
+/* libmpix_am internals shared by the origin side (mpix_am.c), the target side
+ * (am_target.c) and the epoch wrappers (am_epoch.c). */
+#ifndef AM_INTERNAL_H
+#define AM_INTERNAL_H
+#include "mpix_am.h"
+#include <stddef.h>
+
+enum { TAG_REQ = 1, TAG_RESP = 2, TAG_RSV = 3, TAG_GRANT = 4, MAX_OPS = 64, MAX_BUFS = 16 };
+/* Per-origin system buffer at every target: a segment (input + output bytes)
+ * larger than this needs an attached user buffer. */
+enum { SYSTEM_BUF_BYTES = 8192 }; /* the paper's 8 KB per peer */
+/* AMs to one target are coalesced into batches of up to this many bytes (each
+ * way) or AMs; at most MAX_INFLIGHT batches per target wait for their response.
+ * 8000 B keeps a batch within pml/ubermatch's shared-memory rings (8 KiB records):
+ * 32 KiB batches went through UCX and gave 8x fewer 16-segment AMs per second. */
+enum { BATCH_BYTES = 8000, BATCH_AMS = 512, MAX_INFLIGHT = 16 };
+enum { KIND_AM = 0, KIND_AMV = 1 };
+
+/* Wire: a batch is a batch_hdr, then per AM an am_hdr and its input bytes.
+ * Every part is padded to 8 bytes so that handlers see aligned segments. */
+#define AM_PAD(n) (((size_t)(n) + 7u) & ~(size_t)7u)
+typedef struct { int nams, fence; } batch_hdr;
+typedef struct {
+    int op, nseg;
+    int in_type, out_type, p_type;  /* index in the predefined-type table, 0 = MPI_BYTE */
+    int in_count, out_count, pcount; /* per segment (in/out), elements of that type */
+    int in_bytes, out_bytes;         /* per segment */
+    float pack_threshold;            /* MPIX_Amv: pack when generated share <= this */
+    MPI_Aint disp;
+} am_hdr;
+/* The response to a batch, per AM: am_resp; unless an error: MPIX_Am: the output
+ * segments; MPIX_Amv: int counts[nseg] (elements), then the output, packed (the
+ * counted elements only) or whole (every segment at its fixed offset). */
+typedef struct { int status, packed; } am_resp;
+
+typedef struct {           /* an AM whose output is still to come */
+    void *out;
+    int *counts;           /* MPIX_Amv: the origin's output_segment_counts */
+    int kind, nseg, out_bytes, out_count, packed_type;
+    MPI_Datatype out_type; /* used when packed_type < 0: a derived type, unpacked */
+    long long staged;      /* staging bytes at the target, given back when it completes */
+} am_slot;
+
+typedef struct am_batch {
+    MPI_Request req[2]; /* send of the batch, receive of its response */
+    char *send, *resp;
+    size_t send_len, send_cap, resp_len, resp_cap;
+    am_slot *slot;
+    int n, slot_cap, target, fence;
+    struct am_batch *next;
+} am_batch;
+
+typedef struct am_tx {     /* a response being sent by the target */
+    MPI_Request req;
+    char *buf;
+    size_t cap;
+    struct am_tx *next;
+} am_tx;
+
+typedef struct am_win {
+    MPI_Comm comm;
+    MPI_Group group;
+    int *started, nstarted;       /* PSCW: the access epoch's targets */
+    int rank, size, fence_open, *access, *issued, served_fence;
+    char *base;
+    int disp_unit;
+    float pack_threshold;
+    void *buf[MAX_BUFS];
+    int buf_size[MAX_BUFS], nbuf;
+    am_batch **open;              /* per target: the batch being filled */
+    am_batch **head, **tail;      /* per target: sent batches, oldest first */
+    am_batch *spare;              /* retired batches, buffers kept for reuse */
+    int *inflight;
+    am_tx *tx, *tx_free;          /* responses in flight, spare response buffers */
+    char *rx;
+    size_t rx_cap;
+    int error;                    /* first error reported back by a target */
+    /* buffer reservation (am_credit.c): origin side per target, then target side */
+    long long *granted, *staged, *hint;
+    int *excl, *holds_all, interleave_detach;
+    long long user_total, user_reserved;
+    long handshakes;
+    double sync_seconds;
+    struct am_win *next;          /* list of windows served from progress */
+} am_win;
+
+typedef struct { int kind; void *fn; } am_op_entry;
+extern am_op_entry am_ops[MAX_OPS];
+extern int am_nops;
+extern am_win *am_windows;
+extern int am_busy; /* inside the library: the progress hook must not re-enter */
+
+int am_fail(int code, const char *msg);
+int am_type_index(MPI_Datatype t); /* predefined type -> index > 0, else -1 */
+MPI_Datatype am_type_of(int index);
+void *am_grow(void *p, size_t *cap, size_t need, size_t elem);
+int am_fits(const am_win *w, int bytes);
+am_win *am_state(MPI_Win win); /* NULL: a window this library does not know */
+
+/* origin side */
+int am_complete(am_win *w, int target);  /* MPI_ANY_SOURCE: every target */
+void am_send_open(am_win *w, int target);
+void am_batches_free(am_win *w);
+void am_retire_oldest(am_win *w, int target);
+int am_credit_acquire(am_win *w, int target, long long bytes);
+void am_credit_return(am_win *w, int target, long long bytes);
+void am_credit_sync(am_win *w, int target, int epoch_ends);
+void am_credit_lock(am_win *w, int target, int exclusive);
+void am_credit_serve(am_win *w, MPI_Message *m, const MPI_Status *st);
+/* target side */
+int am_serve_one(am_win *w);
+int am_serve_any(void); /* every window; returns how many it served */
+void am_wait(int n, MPI_Request *r); /* serving meanwhile */
+void am_tx_drain(am_win *w);
+void am_progress_attach(am_win *w);
+void am_progress_detach(am_win *w);
+int am_progress_hooked(void); /* 1: AMs are served from Open MPI's progress */
+#endif

@@ -1,0 +1,145 @@
+/*
+ * MPI-4 info assertions per communicator (docs/relaxed.md). Open MPI 4.1.4
+ * parses mpi_assert_no_any_source, _no_any_tag, _allow_overtaking and
+ * _exact_length only for the keys a component subscribes to
+ * (ompi_comm_assert_subscribe, which sets the bits of comm->c_assertions from
+ * the communicator's info and again on every MPI_Comm_set_info); our own key
+ * ubermatch_no_unexpected is subscribed the same way (opal_infosubscribe). A
+ * PML is not told when they change: the receive path compares them with those
+ * its engine was chosen for (mca_pml_ubermatch_assert_recv).
+ */
+#include "ompi/mca/pml/ubermatch/pml_ubermatch.h"
+
+#include <string.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/util/info.h"
+#include "opal/util/info_subscriber.h"
+
+/* At most 26 characters: Open MPI 4.1 truncates longer subscribed keys (and keeps
+ * the original value of none longer than that). */
+#define PML_UM_KEY_NO_UNEXPECTED "ubermatch_no_unexpected"
+
+int mca_pml_ubermatch_assert_register(void)
+{
+    mca_pml_ubermatch.config.assertions = "honour";
+    return mca_base_component_var_register(
+        &mca_pml_ubermatch_component.pmlm_version, "assertions",
+        "What a communicator's info assertions do. Valid values: honour (a wildcard receive or "
+        "probe they rule out fails with MPI_ERR_RANK or MPI_ERR_TAG; mpi_assert_no_any_source with "
+        "mpi_assert_no_any_tag, and our ubermatch_no_unexpected, choose the relaxed engines exact "
+        "and exact-nounexp, never slower than auto in docs/relaxed.md), all (as honour, and "
+        "mpi_assert_no_any_source alone chooses nosource(-nounexp), faster than auto over many "
+        "sources but linear in one source's depth), ignore (as if no communicator had any)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_pml_ubermatch.config.assertions);
+}
+
+int mca_pml_ubermatch_assert_init(void)
+{
+    const char *v = mca_pml_ubermatch.config.assertions;
+    mca_pml_ubermatch.nosource = NULL != v && 0 == strcmp(v, "all");
+    if (NULL != v && (0 == strcmp(v, "honour") || 0 == strcmp(v, "honor") ||
+                      mca_pml_ubermatch.nosource)) {
+        mca_pml_ubermatch.assert_mask = PML_UM_ASSERT_ALL;
+    } else if (NULL != v && 0 == strcmp(v, "ignore")) {
+        mca_pml_ubermatch.assert_mask = 0;
+    } else {
+        opal_output(0, "pml_ubermatch: cannot start: pml_ubermatch_assertions = %s is not valid; "
+                       "valid values are honour (or honor), all, ignore", NULL != v ? v : "(empty)");
+        return OMPI_ERR_BAD_PARAM;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Open MPI's callback type: the value to keep in the communicator's info. */
+static char *set_no_unexpected(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    ompi_communicator_t *comm = (ompi_communicator_t *) obj;
+    mca_pml_ubermatch_comm_t *c = (mca_pml_ubermatch_comm_t *) comm->c_pml_comm;
+    (void) key;
+    if (NULL == c) {
+        return NULL;
+    }
+    if (opal_str_to_bool(value)) {
+        c->own_asserts |= PML_UM_ASSERT_NO_UNEXPECTED;
+    } else {
+        c->own_asserts &= ~PML_UM_ASSERT_NO_UNEXPECTED;
+    }
+    return (c->own_asserts & PML_UM_ASSERT_NO_UNEXPECTED) ? (char *) "true" : (char *) "false";
+}
+
+/* The relaxed engine for a set of assertions; NULL: none fits, the configured one.
+ * allow_overtaking and exact_length buy nothing here yet (docs/relaxed.md). nosource
+ * only with pml_ubermatch_assertions = all: its queue per source is a list, 0.03x auto
+ * behind 1024 entries of one source (docs/relaxed.md). */
+static const char *backend_for(uint32_t a)
+{
+    const bool no_unexp = 0 != (a & PML_UM_ASSERT_NO_UNEXPECTED);
+    if (!(a & OMPI_COMM_ASSERT_NO_ANY_SOURCE)) {
+        return NULL;
+    }
+    if (a & OMPI_COMM_ASSERT_NO_ANY_TAG) {
+        return no_unexp ? "exact-nounexp" : "exact";
+    }
+    if (!mca_pml_ubermatch.nosource) {
+        return NULL;
+    }
+    return no_unexp ? "nosource-nounexp" : "nosource";
+}
+
+const char *mca_pml_ubermatch_assert_add_comm(struct ompi_communicator_t *comm)
+{
+    mca_pml_ubermatch_comm_t *c = (mca_pml_ubermatch_comm_t *) comm->c_pml_comm;
+    c->own_asserts = 0;
+    c->applied = 0;
+    if (0 == mca_pml_ubermatch.assert_mask) {
+        return NULL;
+    }
+    ompi_comm_assert_subscribe(comm, OMPI_COMM_ASSERT_NO_ANY_SOURCE);
+    ompi_comm_assert_subscribe(comm, OMPI_COMM_ASSERT_NO_ANY_TAG);
+    ompi_comm_assert_subscribe(comm, OMPI_COMM_ASSERT_ALLOW_OVERTAKE);
+    ompi_comm_assert_subscribe(comm, OMPI_COMM_ASSERT_EXACT_LENGTH);
+    opal_infosubscribe_subscribe(&comm->super, (char *) PML_UM_KEY_NO_UNEXPECTED, (char *) "false",
+                                 set_no_unexpected);
+    c->applied = ((comm->c_assertions & PML_UM_ASSERT_OMPI) | c->own_asserts) &
+                 mca_pml_ubermatch.assert_mask;
+    return backend_for(c->applied);
+}
+
+int mca_pml_ubermatch_assert_slow(struct ompi_communicator_t *comm, int src, int tag,
+                                  uint32_t now)
+{
+    mca_pml_ubermatch_comm_t *c = (mca_pml_ubermatch_comm_t *) comm->c_pml_comm;
+    const bool user = tag >= 0 || MPI_ANY_TAG == tag; /* not Open MPI's own traffic */
+
+    if (user && MPI_ANY_SOURCE == src && (now & OMPI_COMM_ASSERT_NO_ANY_SOURCE)) {
+        opal_output(0, "pml_ubermatch: rank %d: MPI_ANY_SOURCE receive or probe on %s, which "
+                       "asserts mpi_assert_no_any_source: MPI_ERR_RANK",
+                    ompi_comm_rank(comm), comm->c_name);
+        return MPI_ERR_RANK;
+    }
+    if (MPI_ANY_TAG == tag && (now & OMPI_COMM_ASSERT_NO_ANY_TAG)) {
+        opal_output(0, "pml_ubermatch: rank %d: MPI_ANY_TAG receive or probe on %s, which "
+                       "asserts mpi_assert_no_any_tag: MPI_ERR_TAG",
+                    ompi_comm_rank(comm), comm->c_name);
+        return MPI_ERR_TAG;
+    }
+    if (now != c->applied) {
+        /* MPI_Comm_set_info changed them: switch engines once this one holds nothing. */
+        char err[256];
+        const char *backend = backend_for(now);
+        const int rc = um_proto_comm_use(mca_pml_ubermatch.proto, c->proto, backend, err,
+                                         sizeof(err));
+        if (UM_PROTO_OK == rc) {
+            PML_UM_VERBOSE(2, "communicator %u (%s): assertions 0x%x, engine %s",
+                           comm->c_contextid, comm->c_name, (unsigned) now,
+                           NULL != backend ? backend : mca_pml_ubermatch.config.backend);
+            c->applied = now;
+        } else if (UM_PROTO_ERROR == rc) {
+            opal_output(0, "pml_ubermatch: %s: %s", comm->c_name, err);
+            c->applied = now; /* said once; the engine stays */
+        }
+    }
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,155 @@
+// Relaxed engines per communicator (info assertions, docs/relaxed.md): which
+// engine a communicator's point-to-point traffic has, the switch between
+// engines while it holds nothing, and what an arrival that breaks
+// ubermatch_no_unexpected does.
+#include <cstdio>
+#include <cstring>
+
+#include "matching/registry.h"
+#include "matching/trace.h"
+#include "ompi/mca/pml/ubermatch/protocol/protocol.h"
+
+namespace ubermatch::protocol {
+
+namespace {
+
+constexpr const char *kNoUnexpSuffix = "-nounexp";
+
+bool ends_with(const std::string &s, const char *suffix) {
+    const size_t n = std::strlen(suffix);
+    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// The assertions a backend relies on, from the registry's text.
+uint32_t assertions_of(const std::string &backend) {
+    for (const Backend &b : backends()) {
+        if (backend == b.name) {
+            if (b.assertion == nullptr) {
+                return 0;
+            }
+            const std::string a = b.assertion;
+            uint32_t bits = 0;
+            bits |= a.find("mpi_assert_no_any_source") != std::string::npos ? UM_PROTO_ASSERT_NO_ANY_SOURCE : 0;
+            bits |= a.find("mpi_assert_no_any_tag") != std::string::npos ? UM_PROTO_ASSERT_NO_ANY_TAG : 0;
+            bits |= a.find("ubermatch_no_unexpected") != std::string::npos ? UM_PROTO_ASSERT_NO_UNEXPECTED : 0;
+            return bits;
+        }
+    }
+    return 0;
+}
+
+bool holds_nothing(const Engine &e) {
+    const um_stats_t s = e.stats();
+    return s.posted_len == 0 && s.unexpected_len == 0;
+}
+
+// Only Open MPI's own traffic (negative tags) is queued: the engine may go on
+// as the communicator's engine of that traffic.
+bool holds_only_internal(const Engine &e) {
+    const Snapshot snap = e.snapshot();
+    for (const auto *q : {&snap.posted, &snap.unexpected}) {
+        for (const QueuedElement &x : *q) {
+            if (x.tag >= 0 || x.tag == UM_ANY_TAG) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+void copy_name(char (&dst)[32], const std::string &src) {
+    std::snprintf(dst, sizeof dst, "%s", src.c_str());
+}
+
+} // namespace
+
+std::unique_ptr<Engine> Protocol::new_engine(const Comm &comm, const std::string &backend) {
+    return trace::record(make_engine(backend, comm.remote_size, params_), comm.cid, comm.local_rank);
+}
+
+// Throws (before changing anything) when no engine can be made.
+void Protocol::set_engine(Comm &comm, std::unique_ptr<Engine> engine, const std::string &backend) {
+    const uint32_t relaxed = assertions_of(backend);
+    if (relaxed != 0 && comm.coll == nullptr) {
+        if (comm.engine != nullptr && comm.relaxed == 0) {
+            comm.coll = std::move(comm.engine); // the caller checked: it holds only Open MPI's traffic
+        } else {
+            // The configured backend, unless it is itself relaxed (then the default).
+            comm.coll = new_engine(comm, assertions_of(backend_) == 0 ? backend_ : "auto");
+        }
+    } else if (relaxed == 0 && comm.coll != nullptr && holds_nothing(*comm.coll)) {
+        comm.coll.reset(); // one engine for all traffic again
+    }
+    comm.engine = std::move(engine);
+    comm.backend = backend;
+    comm.relaxed = relaxed;
+}
+
+bool Protocol::comm_use(Comm *comm, const std::string &backend) {
+    std::string name = backend.empty() ? backend_ : backend;
+    make_engine(name, 1, params_); // a bad name throws here, with the valid ones
+    Guard guard(*this);
+    if (comm->kept_unexpected && ends_with(name, kNoUnexpSuffix)) {
+        name.resize(name.size() - std::strlen(kNoUnexpSuffix));
+    }
+    if (name == comm->backend) {
+        return true;
+    }
+    // Queued elements cannot move between engines of other shapes; a full engine
+    // holding only Open MPI's traffic stays that traffic's engine.
+    const bool keeps_internal = comm->relaxed == 0 && comm->coll == nullptr &&
+                                assertions_of(name) != 0;
+    if (!(keeps_internal ? holds_only_internal(*comm->engine) : holds_nothing(*comm->engine))) {
+        return false;
+    }
+    set_engine(*comm, new_engine(*comm, name), name);
+    return true;
+}
+
+um_proto_comm_info_t Protocol::comm_info(Comm *comm) {
+    Guard guard(*this);
+    um_proto_comm_info_t info{};
+    copy_name(info.backend, comm->backend);
+    if (comm->coll != nullptr) {
+        copy_name(info.coll_backend, comm->coll->name());
+    }
+    info.relaxed = comm->relaxed;
+    info.refused = comm->refused;
+    return info;
+}
+
+// MPI has no call to report an arrival to, and dropping the message would
+// lose data of a program that is racy rather than wrong: the communicator
+// keeps it and every later unexpected message (the same engine without the
+// relaxation, its posted receives moved over in posting order, none of which
+// can match anything queued), and says so once.
+bool Protocol::keep_unexpected(Comm &comm, const Message &msg) noexcept {
+    ++comm.refused;
+    try {
+        std::string name = comm.backend;
+        if (ends_with(name, kNoUnexpSuffix)) {
+            name.resize(name.size() - std::strlen(kNoUnexpSuffix));
+        }
+        std::unique_ptr<Engine> engine = new_engine(comm, name);
+        for (const QueuedElement &q : comm.engine->snapshot().posted) {
+            auto *recv = static_cast<um_proto_recv_t *>(q.handle);
+            um_match_t match{};
+            engine->post_recv(q.source, q.tag, recv->hint, recv, &match);
+        }
+        set_engine(comm, std::move(engine), name);
+    } catch (const std::exception &) {
+        return false; // no memory: the message is dropped (counted)
+    }
+    if (!comm.kept_unexpected) {
+        comm.kept_unexpected = true;
+        std::fprintf(stderr,
+                     "ubermatch: rank %d, communicator %u: a message from rank %d with tag %d "
+                     "arrived before any receive for it, against the communicator's assertion "
+                     "ubermatch_no_unexpected; it is kept, and so are later unexpected messages "
+                     "(engine %s from now on)\n",
+                     comm.local_rank, comm.cid, msg.hdr.source, msg.hdr.tag, comm.backend.c_str());
+    }
+    return true;
+}
+
+} // namespace ubermatch::protocol
