@@ -4,8 +4,10 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
@@ -32,6 +34,10 @@ void send_done(void *cookie, int status) {
     op->status = status;
 }
 
+// Every completed receive, released after its Op is written: a thread that
+// sees the count can read the Ops (the test with threads).
+std::atomic<int> g_recvs_done{0};
+
 void recv_done(void *cookie, int32_t source, int32_t tag, size_t received, size_t length, int status) {
     Op *op = static_cast<Op *>(cookie);
     op->done = true;
@@ -40,6 +46,7 @@ void recv_done(void *cookie, int32_t source, int32_t tag, size_t received, size_
     op->tag = tag;
     op->received = received;
     op->length = length;
+    g_recvs_done.fetch_add(1, std::memory_order_release);
 }
 
 void recv_unpack(void *cookie, const void *data, size_t length) {
@@ -50,8 +57,10 @@ void recv_unpack(void *cookie, const void *data, size_t length) {
 
 const um_proto_callbacks_t kCallbacks = {send_done, recv_done, recv_unpack};
 
-um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = false) {
+um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = false,
+                 bool tailq = false) {
     um_proto_config_t c{};
+    c.tailq = tailq ? 1 : 0;
     c.backend = "auto";
     um_params_init(&c.params);
     c.fail_alloc_every = fail_alloc_every;
@@ -68,9 +77,10 @@ um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = f
 // Two connected cores: rank 0 is `a`, rank 1 is `b`, in every communicator.
 struct Pair {
     // shm: a's messages up to this size may go through a shared-memory ring
-    // (the two cores count as one node); b_threads: b runs with thread_multiple.
-    explicit Pair(unsigned b_fails = 0, size_t shm = 0, bool b_threads = false)
-        : a(make(0, shm)), b(make(b_fails, shm, b_threads)) {
+    // (the two cores count as one node); b_threads: b runs with thread_multiple
+    // (b_tailq: and matches in tail queues).
+    explicit Pair(unsigned b_fails = 0, size_t shm = 0, bool b_threads = false, bool b_tailq = false)
+        : a(make(0, shm)), b(make(b_fails, shm, b_threads, b_tailq)) {
         a_to_b = connect(a, b, shm > 0);
         b_to_a = connect(b, a, shm > 0);
     }
@@ -413,4 +423,60 @@ TEST_CASE("protocol: shm_eager_limit beyond what a ring carries is refused at cr
     CHECK(um_proto_create(&c, &kCallbacks, &p, err, sizeof err) == UM_PROTO_ERROR);
     CHECK(std::string(err).find("is out of range; valid values are 0 .. ") != std::string::npos);
     CHECK(p == nullptr);
+}
+
+// Under MPI_THREAD_MULTIPLE, one lock (global) or tail queues: a thread posts
+// receives on b while the main thread sends from a and drives both workers,
+// so b's arrivals are matched in the main thread while receives are posted
+// in the other. Receive k asks for (0, k % 3) when k is even, (ANY_SOURCE,
+// k % 3) when odd: MPI's order gives it message k, whatever the interleaving
+// (a receive or message that overtook another would get or give another k).
+TEST_CASE("protocol: receives posted by one thread while another matches arrivals keep MPI order",
+          "[protocol][threads]") {
+    for (const bool tailq : {false, true}) {
+        INFO((tailq ? "tail queues" : "one lock"));
+        Pair p(0, 0, true, tailq);
+        um_proto_comm_t *ca = p.comm(p.a, 4);
+        um_proto_comm_t *cb = p.comm(p.b, 4);
+        constexpr int kN = 20000;
+        std::vector<Op> s(kN), r(kN);
+        std::vector<int64_t> got(kN, -1), sent(kN);
+        std::atomic<bool> posted_ok{true};
+        g_recvs_done.store(0);
+        std::thread poster([&] {
+            for (int k = 0; k < kN; ++k) {
+                if (k % 64 == 0) {
+                    std::this_thread::yield(); // let arrivals run ahead at times
+                }
+                if (p.post(cb, k % 2 ? UM_ANY_SOURCE : 0, k % 3, &got[k], sizeof got[k], r[k]) !=
+                    UM_PROTO_OK) {
+                    posted_ok = false;
+                }
+            }
+        });
+        for (int k = 0; k < kN; ++k) {
+            sent[k] = k;
+            REQUIRE(p.send(ca, k % 3, &sent[k], sizeof sent[k], s[k]) == UM_PROTO_OK);
+            if (k % 16 == 0) {
+                p.spin(1);
+            }
+        }
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (g_recvs_done.load(std::memory_order_acquire) < kN &&
+               std::chrono::steady_clock::now() < end) {
+            p.spin(1);
+        }
+        poster.join();
+        REQUIRE(posted_ok);
+        REQUIRE(g_recvs_done.load(std::memory_order_acquire) == kN);
+        int wrong = 0;
+        for (int k = 0; k < kN; ++k) {
+            wrong += (got[k] != k || r[k].status != UM_PROTO_OK || r[k].tag != k % 3) ? 1 : 0;
+        }
+        CHECK(wrong == 0);
+        um_stats_t st{};
+        um_proto_comm_stats(p.b, cb, &st);
+        CHECK(st.posted_len == 0);
+        CHECK(st.unexpected_len == 0);
+    }
 }

@@ -45,6 +45,7 @@ typedef struct mca_pml_ubermatch_config {
     unsigned inject_alloc_failure; /* tests: every n-th message-path allocation fails */
     size_t shm_eager_limit; /* largest message through a shared-memory ring; 0: none */
     char *trace;        /* directory of the matching trace (replay/); empty: off */
+    char *threading;    /* MPI_THREAD_MULTIPLE matching: "global" (one lock) or "tailq" */
 } mca_pml_ubermatch_config_t;
 
 typedef struct mca_pml_ubermatch_module {
