@@ -35,10 +35,11 @@ public:
     // Called on a handle while no other thread can take it (see arrive, probe).
     using Hook = void (*)(void *handle, void *ctx);
 
-    // Same contracts as Engine's calls of the same names. arrive: before a
-    // message that found no receive becomes visible to receiving threads,
-    // before_queue(message, ctx) runs (a caller whose message data is only
-    // borrowed copies it there). probe: peek(found, ctx) runs while the found
+    // Same contracts as Engine's calls of the same names. arrive: when the
+    // PRQ had no receive for the message, before_queue(message, ctx) runs
+    // before it can become visible to receiving threads (a caller whose data
+    // is only borrowed copies it there); outside TL, so the message may still
+    // match a receive in PRQT after it ran. probe: peek(found, ctx) runs while the found
     // message is still queued and cannot be taken by another thread.
     int post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *request,
                   um_match_t *out);
