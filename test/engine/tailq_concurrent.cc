@@ -16,9 +16,10 @@
 // then (non-overtaking; covers wildcards); (3) a message that matched receive
 // R: no earlier receive of R's thread that matches it was still posted then;
 // (4) at the end, nothing lost: every element is matched, cancelled or queued,
-// and no queued receive matches a queued message; (5) no receive, mprobe or
-// probe sees a message before arrive's before_queue hook ran on it (its plain
-// write would race: TSan).
+// and no queued receive matches a queued message; (5) arrive's before_queue
+// hook runs before its message is visible: a probe from inside the hook does
+// not find it, and no receive, mprobe or probe sees the message before the
+// hook's plain write (else a wrong value, or a race for TSan).
 //
 // usage: tailq_concurrent [--backend NAME|all] [--ops N] [--seed S]
 //                         [--receivers R] [--arrivers A]
@@ -173,8 +174,26 @@ void arriver(Run &run, TailQueues &tq, int id, int arrivers, size_t first, size_
         msg.tag = static_cast<int32_t>(rng() % kTags);
         um_match_t m{};
         const uint64_t s = tick();
+        // The hook also probes for its message: it must not be visible yet
+        // (a probe finds the earliest match, so an older message of the same
+        // source and tag can hide it; most arrivals have none).
+        struct Ctx {
+            Run &run;
+            TailQueues &tq;
+        } ctx{run, tq};
         tq.arrive(msg.source, msg.tag, hint, &msg, &m,
-                  [](void *h, void *) { static_cast<Msg *>(h)->payload = 1; }, nullptr);
+                  [](void *h, void *c) {
+                      Ctx &x = *static_cast<Ctx *>(c);
+                      Msg &mine = *static_cast<Msg *>(h);
+                      um_match_t seen{};
+                      x.tq.probe(mine.source, mine.tag, um_hint_t{}, &seen);
+                      if (seen.handle == h) {
+                          fail(x.run, "message visible before its before_queue hook ran",
+                               static_cast<long>(&mine - x.run.msgs.data()), 0);
+                      }
+                      mine.payload = 1;
+                  },
+                  &ctx);
         const uint64_t e = tick();
         if (m.handle != nullptr) {
             const int64_t r = static_cast<Recv *>(m.handle) - run.recvs.data();
