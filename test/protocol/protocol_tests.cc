@@ -4,6 +4,7 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -442,21 +443,36 @@ TEST_CASE("protocol: receives posted by one thread while another matches arrival
         std::vector<Op> s(kN), r(kN);
         std::vector<int64_t> got(kN, -1), sent(kN);
         std::atomic<bool> posted_ok{true};
+        std::atomic<int> posted{0}, sent_count{0};
         g_recvs_done.store(0);
+        // Phases of 256: receives run up to 32 ahead of the messages (the
+        // posted queue and its inbox), then messages ahead of the receives
+        // (the unexpected queue and its inbox). A side waits for the other
+        // only up to the end of its phase, so neither waits for ever.
+        constexpr int kPhase = 256, kLead = 32;
+        const auto ahead = [&](int k) { return std::min({k + kLead, (k / kPhase + 1) * kPhase, kN}); };
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
         std::thread poster([&] {
             for (int k = 0; k < kN; ++k) {
-                if (k % 64 == 0) {
-                    std::this_thread::yield(); // let arrivals run ahead at times
+                while ((k / kPhase) % 2 == 1 && sent_count.load() < ahead(k) &&
+                       std::chrono::steady_clock::now() < deadline) {
+                    std::this_thread::yield();
                 }
                 if (p.post(cb, k % 2 ? UM_ANY_SOURCE : 0, k % 3, &got[k], sizeof got[k], r[k]) !=
                     UM_PROTO_OK) {
                     posted_ok = false;
                 }
+                posted.store(k + 1);
             }
         });
         for (int k = 0; k < kN; ++k) {
+            while ((k / kPhase) % 2 == 0 && posted.load() < ahead(k) &&
+                   std::chrono::steady_clock::now() < deadline) {
+                p.spin(1);
+            }
             sent[k] = k;
             REQUIRE(p.send(ca, k % 3, &sent[k], sizeof sent[k], s[k]) == UM_PROTO_OK);
+            sent_count.store(k + 1);
             if (k % 16 == 0) {
                 p.spin(1);
             }
