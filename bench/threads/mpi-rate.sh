@@ -8,7 +8,11 @@
 #
 #   bash bench/threads/mpi-rate.sh [--threads 1,2,4] [--depths 0,64,1024]
 #        [--backends list,auto] [--pmls "ob1 ucx"] [--iters 1000] [--reps 3]
+#        [--rounds 1]
 #
+# --rounds N: at each point every configuration runs N times, in turns (a
+# round runs each once), and the table gives the median of the N runs: on a
+# shared machine a burst of other work then falls on all configurations.
 # Run from a built tree (bash scripts/build.sh) with scripts/env.sh sourced.
 # On a 16-core machine: --threads 1,2,4,8 (each rank runs T threads; 2T
 # threads in all, plus the progress they drive).
@@ -22,6 +26,7 @@ backends=list,auto
 pmls="ob1 ucx"
 iters=1000
 reps=3
+rounds=1
 while [ $# -gt 0 ]; do
     case $1 in
     --threads) threads=$2; shift 2 ;;
@@ -30,7 +35,8 @@ while [ $# -gt 0 ]; do
     --pmls) pmls=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "mpi-rate.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -49,7 +55,7 @@ args_of() { # config
     esac
 }
 
-echo "# thread_rate: 2 ranks, MPI_THREAD_MULTIPLE, window 64, $iters iterations, median of $reps"
+echo "# thread_rate: 2 ranks, MPI_THREAD_MULTIPLE, window 64, $iters iterations, median of $reps repetitions per run, median of $rounds runs in turns"
 echo
 echo "machine: $(um_machine)"
 echo "before: load $(cut -d' ' -f1-3 /proc/loadavg), CPUs $(um_cpu_idle_pct)% idle, $(date -u '+%F %H:%M UTC')"
@@ -62,13 +68,22 @@ echo "$header"
 echo "$sep"
 for t in ${threads//,/ }; do
     for d in ${depths//,/ }; do
-        declare -A rate=()
-        for c in $configs; do
-            # shellcheck disable=SC2046 # the MCA arguments are words
-            line=$(timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 $(args_of "$c") \
-                $bin --threads "$t" --depth "$d" --iters "$iters" --reps "$reps" 2>&1 | grep '(median' || true)
-            r=$(sed -n 's/.*rate=\([0-9]*\).*/\1/p' <<<"$line")
-            rate[$c]=${r:-failed}
+        declare -A rate=() runs=()
+        for ((round = 0; round < rounds; round++)); do
+            for c in $configs; do
+                # shellcheck disable=SC2046 # the MCA arguments are words
+                line=$(timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 $(args_of "$c") \
+                    $bin --threads "$t" --depth "$d" --iters "$iters" --reps "$reps" 2>&1 | grep '(median' || true)
+                r=$(sed -n 's/.*rate=\([0-9]*\).*/\1/p' <<<"$line")
+                runs[$c]="${runs[$c]:-} ${r:-failed}"
+            done
+        done
+        for c in $configs; do # the median run; any failed run fails the point
+            if [[ ${runs[$c]} == *failed* ]]; then
+                rate[$c]=failed
+            else
+                rate[$c]=$(tr ' ' '\n' <<<"${runs[$c]}" | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+            fi
         done
         row="| $t | $d |"
         for c in $configs; do row="$row ${rate[$c]} |"; done
@@ -81,7 +96,7 @@ for t in ${threads//,/ }; do
             fi
         done
         echo "$row"
-        unset rate
+        unset rate runs
     done
 done
 echo
