@@ -1,5 +1,8 @@
 #include "matching/tailq.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "matching/queue.h"
 #include "matching/registry.h"
 
@@ -35,11 +38,21 @@ std::deque<TailQueues::Tail>::iterator TailQueues::find_recv(std::deque<Tail> &t
     return it;
 }
 
+void TailQueues::count_internal(um_class_stats_t (&to)[2], const um_hint_t &hint,
+                                const um_match_t &m) {
+    um_class_stats_t &c = to[hint.coll == UM_COLL_NONE ? 0 : 1];
+    ++c.searches;
+    c.inspected += m.inspected;
+    c.matches += m.handle != nullptr ? 1 : 0;
+}
+
 // The UMQ instance never holds a receive, so arrive() there only queues.
 void TailQueues::drain_umqt() {
     um_match_t m{};
+    umqt_max_ = std::max<uint64_t>(umqt_max_, umqt_.size());
     for (const Tail &t : umqt_) {
         umq_->arrive(t.source, t.tag, t.hint, t.handle, &m);
+        count_internal(umq_internal_, t.hint, m);
     }
     umqt_.clear();
 }
@@ -47,8 +60,10 @@ void TailQueues::drain_umqt() {
 // The PRQ instance never keeps a message, so post_recv() there only queues.
 void TailQueues::drain_prqt() {
     um_match_t m{};
+    prqt_max_ = std::max<uint64_t>(prqt_max_, prqt_.size());
     for (const Tail &t : prqt_) {
         prq_->post_recv(t.source, t.tag, t.hint, t.handle, &m);
+        count_internal(prq_internal_, t.hint, m);
     }
     prqt_.clear();
 }
@@ -56,7 +71,7 @@ void TailQueues::drain_prqt() {
 // Everything in UMQT arrived after everything in the UMQ, so after a miss in
 // the UMQ its first match is the earliest eligible message.
 void *TailQueues::search_unexpected(int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
-                                    void *post, uint32_t &inspected) {
+                                    void *post, uint32_t &inspected, Hook peek, void *ctx) {
     Lock umql(umql_);
     um_match_t m{};
     if (remove) {
@@ -66,12 +81,18 @@ void *TailQueues::search_unexpected(int32_t source, int32_t tag, const um_hint_t
     }
     inspected = m.inspected;
     if (m.handle != nullptr) {
+        if (peek != nullptr) {
+            peek(m.handle, ctx);
+        }
         return m.handle;
     }
     Lock tl(tl_);
     const auto it = find_message(umqt_, source, tag);
     inspected += static_cast<uint32_t>(it - umqt_.begin());
     void *found = it != umqt_.end() ? it->handle : nullptr;
+    if (found != nullptr && peek != nullptr) {
+        peek(found, ctx);
+    }
     if (found != nullptr && remove) {
         umqt_.erase(it);
     } else if (found == nullptr && post != nullptr) {
@@ -90,13 +111,13 @@ int TailQueues::post_recv(int32_t source, int32_t tag, const um_hint_t &hint, vo
         return UM_ERR_ARG;
     }
     uint32_t inspected = 0;
-    void *found = search_unexpected(source, tag, hint, true, request, inspected);
+    void *found = search_unexpected(source, tag, hint, true, request, inspected, nullptr, nullptr);
     *out = {found, inspected};
     return UM_OK;
 }
 
 int TailQueues::arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message,
-                       um_match_t *out) {
+                       um_match_t *out, Hook before_queue, void *ctx) {
     if (!valid_source(source, comm_size_, false)) {
         return UM_ERR_SOURCE;
     }
@@ -116,6 +137,11 @@ int TailQueues::arrive(int32_t source, int32_t tag, const um_hint_t &hint, void 
         // message there: take it back out (the PRQ instance holds receives only).
         um_match_t back{};
         prq_->mprobe(source, tag, hint, &back);
+        count_internal(prq_internal_, hint, back);
+        // Still invisible to receiving threads (they search the UMQ side only).
+        if (before_queue != nullptr) {
+            before_queue(message, ctx);
+        }
         Lock tl(tl_);
         const auto it = find_recv(prqt_, source, tag);
         inspected += static_cast<uint32_t>(it - prqt_.begin());
@@ -131,21 +157,22 @@ int TailQueues::arrive(int32_t source, int32_t tag, const um_hint_t &hint, void 
     return UM_OK;
 }
 
-int TailQueues::probe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out) {
-    return search_only(source, tag, hint, false, out);
+int TailQueues::probe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out,
+                      Hook peek, void *ctx) {
+    return search_only(source, tag, hint, false, out, peek, ctx);
 }
 
 int TailQueues::mprobe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out) {
-    return search_only(source, tag, hint, true, out);
+    return search_only(source, tag, hint, true, out, nullptr, nullptr);
 }
 
 int TailQueues::search_only(int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
-                            um_match_t *out) {
+                            um_match_t *out, Hook peek, void *ctx) {
     if (!valid_source(source, comm_size_, true)) {
         return UM_ERR_SOURCE;
     }
     uint32_t inspected = 0;
-    void *found = search_unexpected(source, tag, hint, remove, nullptr, inspected);
+    void *found = search_unexpected(source, tag, hint, remove, nullptr, inspected, peek, ctx);
     *out = {found, inspected};
     return UM_OK;
 }
@@ -165,11 +192,93 @@ int TailQueues::cancel(int32_t source, int32_t tag, void *request, bool *removed
             if (it->handle == request) {
                 prqt_.erase(it);
                 *removed = true;
+                ++prqt_cancels_;
                 break;
             }
         }
     }
     return UM_OK;
+}
+
+int TailQueues::collective(const um_hint_t &hint, bool begin) {
+    {
+        Lock prql(prql_);
+        const int rc = begin ? prq_->collective_begin(hint) : prq_->collective_end(hint);
+        if (rc != UM_OK) {
+            return rc;
+        }
+    }
+    Lock umql(umql_);
+    return begin ? umq_->collective_begin(hint) : umq_->collective_end(hint);
+}
+
+namespace {
+void add_class(um_class_stats_t &to, const um_class_stats_t &a, const um_class_stats_t &internal) {
+    to.searches += a.searches - internal.searches;
+    to.matches += a.matches - internal.matches;
+    to.inspected += a.inspected - internal.inspected;
+    to.max_inspected = std::max(to.max_inspected, a.max_inspected);
+    to.search_ns += a.search_ns;
+    to.posted_search_ns += a.posted_search_ns;
+}
+} // namespace
+
+// The pair counted as one engine: the receives' and probes' searches (of the
+// UMQ instance) and the arrivals' (of the PRQ instance), less what the
+// instances did only to move entries (the inboxes drained into them, the
+// PRQ's take-back of a missed arrival). Lengths include the inboxes; a
+// high-water mark is the main queue's plus its inbox's: an upper bound.
+// Timers, queues, bytes and backend counters are the two instances' sums.
+um_stats_t TailQueues::stats() const {
+    um_stats_t p{}, u{};
+    um_class_stats_t pi[2], ui[2];
+    {
+        Lock prql(prql_);
+        p = prq_->stats();
+        std::copy(std::begin(prq_internal_), std::end(prq_internal_), pi);
+    }
+    {
+        Lock umql(umql_);
+        u = umq_->stats();
+        std::copy(std::begin(umq_internal_), std::end(umq_internal_), ui);
+    }
+    Lock tl(tl_);
+    um_stats_t s = u; // kernel and its fallback: the same in both
+    s.p2p = {};
+    s.coll = {};
+    add_class(s.p2p, p.p2p, pi[0]);
+    add_class(s.p2p, u.p2p, ui[0]);
+    add_class(s.coll, p.coll, pi[1]);
+    add_class(s.coll, u.coll, ui[1]);
+    s.posted_len = p.posted_len + prqt_.size();
+    s.unexpected_len = u.unexpected_len + umqt_.size();
+    s.posted_max = p.posted_max + prqt_max_;
+    s.unexpected_max = u.unexpected_max + umqt_max_;
+    s.cancels = p.cancels + prqt_cancels_;
+    for (uint64_t um_stats_t::*f :
+         {&um_stats_t::queues, &um_stats_t::bytes, &um_stats_t::false_positives,
+          &um_stats_t::blocks, &um_stats_t::holes, &um_stats_t::compactions, &um_stats_t::indexed,
+          &um_stats_t::reshapes, &um_stats_t::index_bytes, &um_stats_t::memory_limited,
+          &um_stats_t::overhead_ns, &um_stats_t::timer_outliers, &um_stats_t::dedicated_p2p,
+          &um_stats_t::dedicated_coll}) {
+        s.*f = p.*f + u.*f;
+    }
+    return s;
+}
+
+void TailQueues::dump(std::ostream &out) const {
+    out << "tail queues around " << prq_->name() << "; PRQ (receives):\n";
+    {
+        Lock prql(prql_);
+        prq_->dump(out);
+    }
+    out << "UMQ (messages):\n";
+    {
+        Lock umql(umql_);
+        umq_->dump(out);
+    }
+    Lock tl(tl_);
+    out << "inboxes: PRQT " << prqt_.size() << " receives, UMQT " << umqt_.size() << " messages\n";
 }
 
 Snapshot TailQueues::snapshot() const {

@@ -57,6 +57,23 @@ done
 # default honour runs in every backend's suite above), a few seconds.
 suite "MPI test: info assertions, pml_ubermatch_assertions all" env MPI_TESTS_ONLY=assertions \
     test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_assertions all
+# MPI_THREAD_MULTIPLE with tail queues (pml_ubermatch_threading tailq): the
+# ordering test with every backend wrapped in them, both thread tests with the
+# default, and a check that the tail queues were the ones in use (~40 s).
+tailq_mpi() {
+    local b rc=0
+    for b in $backends; do
+        MPI_TESTS_ONLY=thread_order test/mpi/run-mpi-tests.sh build/test-mpi \
+            --mca pml ubermatch --mca pml_ubermatch_backend "$b" --mca pml_ubermatch_threading tailq || rc=1
+    done
+    MPI_TESTS_ONLY=threads test/mpi/run-mpi-tests.sh build/test-mpi \
+        --mca pml ubermatch --mca pml_ubermatch_threading tailq || rc=1
+    timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_threading tailq \
+        --mca pml_ubermatch_verbose 1 build/test-mpi/thread_order 2>&1 | grep -q 'multiple (tail queues)' ||
+        { echo "FAIL tail queues not in use under MPI_THREAD_MULTIPLE"; rc=1; }
+    return $rc
+}
+suite "MPI thread tests with tail queues, every backend" tailq_mpi
 # auto with thresholds that index every queue of two elements: the indexed
 # forms and the changes between forms under real MPI traffic.
 suite "MPI tests, backend auto indexing at 2 elements" test/mpi/run-mpi-tests.sh build/test-mpi \

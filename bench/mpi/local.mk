@@ -26,3 +26,10 @@ bench_mpi_unexpected_flood_SOURCES = bench/mpi/unexpected_flood.c
 bench_mpi_unexpected_flood_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 bench_mpi_unexpected_flood_LDADD = $(MPI_LIBS)
 EXTRA_DIST += bench/mpi/message-path.sh
+# Multithreaded message rate (issue 13, seed 002 Fig. 8): threads posting
+# receives while messages arrive; bench/threads/mpi-rate.sh runs it.
+noinst_PROGRAMS += bench/mpi/thread_rate
+bench_mpi_thread_rate_SOURCES = bench/mpi/thread_rate.c
+bench_mpi_thread_rate_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) -pthread
+bench_mpi_thread_rate_LDADD = $(MPI_LIBS) -lpthread
+EXTRA_DIST += bench/threads/mpi-rate.sh

@@ -16,7 +16,10 @@
 // then (non-overtaking; covers wildcards); (3) a message that matched receive
 // R: no earlier receive of R's thread that matches it was still posted then;
 // (4) at the end, nothing lost: every element is matched, cancelled or queued,
-// and no queued receive matches a queued message.
+// and no queued receive matches a queued message; (5) arrive's before_queue
+// hook runs before its message is visible: a probe from inside the hook does
+// not find it, and no receive, mprobe or probe sees the message before the
+// hook's plain write (else a wrong value, or a race for TSan).
 //
 // usage: tailq_concurrent [--backend NAME|all] [--ops N] [--seed S]
 //                         [--receivers R] [--arrivers A]
@@ -47,6 +50,10 @@ uint64_t tick() { return g_clock.fetch_add(1, std::memory_order_acq_rel); }
 
 struct Msg {
     int32_t source = 0, tag = 0;
+    // Set by arrive's before_queue hook (the PML copies the payload there),
+    // plainly: a receiver that could take the message before the hook ran
+    // would race with it (TSan) or see 0.
+    int payload = 0;
     std::atomic<int64_t> taken_by{-1}; // receive index
     uint64_t taken_start = kNever;     // written by the taker
 };
@@ -105,9 +112,15 @@ void receiver(Run &run, TailQueues &tq, int id, size_t first, size_t count, uint
         um_match_t m{};
         if (what < 0.05) { // probe: must see a message that is (or was) there
             const uint64_t s = tick();
-            tq.probe(r.source, r.tag, hint, &m);
+            int unset = 0;
+            tq.probe(r.source, r.tag, hint, &m,
+                     [](void *h, void *c) { *static_cast<int *>(c) += static_cast<Msg *>(h)->payload != 1; },
+                     &unset);
             tick();
             (void)s;
+            if (unset != 0) {
+                fail(run, "probe found a message before its before_queue hook ran", static_cast<long>(i), 0);
+            }
             if (m.handle != nullptr) {
                 const Msg *msg = static_cast<Msg *>(m.handle);
                 if (!ubermatch::recv_matches(r.source, r.tag, msg->source, msg->tag)) {
@@ -139,6 +152,9 @@ void receiver(Run &run, TailQueues &tq, int id, size_t first, size_t count, uint
             tq.mprobe(r.source, r.tag, hint, &m);
         }
         const uint64_t e = tick();
+        if (m.handle != nullptr && static_cast<Msg *>(m.handle)->payload != 1) {
+            fail(run, "receive took a message before its before_queue hook ran", static_cast<long>(i), 0);
+        }
         if (m.handle != nullptr) {
             record(run, static_cast<int64_t>(i), m.handle, s, e);
         } else if (r.posted) {
@@ -158,7 +174,26 @@ void arriver(Run &run, TailQueues &tq, int id, int arrivers, size_t first, size_
         msg.tag = static_cast<int32_t>(rng() % kTags);
         um_match_t m{};
         const uint64_t s = tick();
-        tq.arrive(msg.source, msg.tag, hint, &msg, &m);
+        // The hook also probes for its message: it must not be visible yet
+        // (a probe finds the earliest match, so an older message of the same
+        // source and tag can hide it; most arrivals have none).
+        struct Ctx {
+            Run &run;
+            TailQueues &tq;
+        } ctx{run, tq};
+        tq.arrive(msg.source, msg.tag, hint, &msg, &m,
+                  [](void *h, void *c) {
+                      Ctx &x = *static_cast<Ctx *>(c);
+                      Msg &mine = *static_cast<Msg *>(h);
+                      um_match_t seen{};
+                      x.tq.probe(mine.source, mine.tag, um_hint_t{}, &seen);
+                      if (seen.handle == h) {
+                          fail(x.run, "message visible before its before_queue hook ran",
+                               static_cast<long>(&mine - x.run.msgs.data()), 0);
+                      }
+                      mine.payload = 1;
+                  },
+                  &ctx);
         const uint64_t e = tick();
         if (m.handle != nullptr) {
             const int64_t r = static_cast<Recv *>(m.handle) - run.recvs.data();

@@ -25,7 +25,7 @@ check() { # description, command...
 }
 
 info=$(ompi_info --param pml ubermatch --level 9 2>&1)
-for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit assertions hwloc priority; do
+for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit assertions hwloc threading priority; do
     check "ompi_info lists pml_ubermatch_$param" grep -q "parameter \"pml_ubermatch_$param\"" <<<"$info"
 done
 check "ompi_info names the valid backends" grep -qF "Valid values: $backends" <<<"$info"
@@ -56,6 +56,12 @@ rc=$?
 check "assertions = strict fails start-up" test $rc -ne 0
 check "assertions = strict names the valid values" grep -q "pml_ubermatch_assertions = strict is not valid; valid values are honour (or honor), all, ignore" <<<"$out"
 check "ompi_info lists the relaxed-engine pvar" grep -q 'performance "pml_ubermatch_relaxed"' <<<"$info"
+
+# An unknown threading mode is refused (whatever the thread level), naming the valid ones.
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_threading lockfree "$program" 2>&1)
+rc=$?
+check "threading = lockfree fails start-up" test $rc -ne 0
+check "threading = lockfree names the valid ones" grep -qF "pml_ubermatch_threading = lockfree is not valid; valid values: global, tailq" <<<"$out"
 
 # auto: list_at must stay below index_at (the hysteresis gap).
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend auto --mca pml_ubermatch_index_at 16 --mca pml_ubermatch_list_at 16 "$program" 2>&1)

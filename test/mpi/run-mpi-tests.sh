@@ -42,6 +42,9 @@
 #   datatypes      2    vector/indexed/struct/resized, gaps untouched
 #   intercomm      5    intercommunicator p2p (groups of 3 and 2), merge
 #   threads        2    MPI_THREAD_MULTIPLE, 4 threads per rank
+#   thread_order   2    MPI_THREAD_MULTIPLE, 3 sender + 3 receiver threads
+#                       on one communicator: every receive gets the message
+#                       MPI's order gives it (wildcard/exact, unexpected)
 #   collectives    5    blocking and nonblocking collectives, world + split
 #   coll_variants  5    the other collectives: v/w variants, scans,
 #                       reduce_scatter, intercommunicator, neighbourhood
@@ -61,7 +64,7 @@
 # A test not in this table runs with 2 ranks.
 set -u
 
-TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads collectives coll_variants newcomm rma lifetime status_fields assertions alloc_faults bigmsg"
+TEST_ORDER="pingpong ordering unexpected probe persistent ssend modes cancel truncation datatypes intercomm threads thread_order collectives coll_variants newcomm rma lifetime status_fields assertions alloc_faults bigmsg"
 ranks_of() {
     case "$1" in
     ordering) echo 6 ;;

@@ -4,8 +4,11 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
@@ -32,6 +35,10 @@ void send_done(void *cookie, int status) {
     op->status = status;
 }
 
+// Every completed receive, released after its Op is written: a thread that
+// sees the count can read the Ops (the test with threads).
+std::atomic<int> g_recvs_done{0};
+
 void recv_done(void *cookie, int32_t source, int32_t tag, size_t received, size_t length, int status) {
     Op *op = static_cast<Op *>(cookie);
     op->done = true;
@@ -40,6 +47,7 @@ void recv_done(void *cookie, int32_t source, int32_t tag, size_t received, size_
     op->tag = tag;
     op->received = received;
     op->length = length;
+    g_recvs_done.fetch_add(1, std::memory_order_release);
 }
 
 void recv_unpack(void *cookie, const void *data, size_t length) {
@@ -50,8 +58,10 @@ void recv_unpack(void *cookie, const void *data, size_t length) {
 
 const um_proto_callbacks_t kCallbacks = {send_done, recv_done, recv_unpack};
 
-um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = false) {
+um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = false,
+                 bool tailq = false) {
     um_proto_config_t c{};
+    c.tailq = tailq ? 1 : 0;
     c.backend = "auto";
     um_params_init(&c.params);
     c.fail_alloc_every = fail_alloc_every;
@@ -68,9 +78,10 @@ um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = f
 // Two connected cores: rank 0 is `a`, rank 1 is `b`, in every communicator.
 struct Pair {
     // shm: a's messages up to this size may go through a shared-memory ring
-    // (the two cores count as one node); b_threads: b runs with thread_multiple.
-    explicit Pair(unsigned b_fails = 0, size_t shm = 0, bool b_threads = false)
-        : a(make(0, shm)), b(make(b_fails, shm, b_threads)) {
+    // (the two cores count as one node); b_threads: b runs with thread_multiple
+    // (b_tailq: and matches in tail queues).
+    explicit Pair(unsigned b_fails = 0, size_t shm = 0, bool b_threads = false, bool b_tailq = false)
+        : a(make(0, shm)), b(make(b_fails, shm, b_threads, b_tailq)) {
         a_to_b = connect(a, b, shm > 0);
         b_to_a = connect(b, a, shm > 0);
     }
@@ -500,4 +511,74 @@ TEST_CASE("protocol: an arrival before its receive under no-unexpected is kept",
     REQUIRE(p.send(ca, 2, &two, sizeof two, s2) == UM_PROTO_OK);
     REQUIRE(p.until([&] { return r_later.done; }));
     CHECK(later == 2);
+
+// Under MPI_THREAD_MULTIPLE, one lock (global) or tail queues: a thread posts
+// receives on b while the main thread sends from a and drives both workers,
+// so b's arrivals are matched in the main thread while receives are posted
+// in the other. Receive k asks for (0, k % 3) when k is even, (ANY_SOURCE,
+// k % 3) when odd: MPI's order gives it message k, whatever the interleaving
+// (a receive or message that overtook another would get or give another k).
+TEST_CASE("protocol: receives posted by one thread while another matches arrivals keep MPI order",
+          "[protocol][threads]") {
+    for (const bool tailq : {false, true}) {
+        INFO((tailq ? "tail queues" : "one lock"));
+        Pair p(0, 0, true, tailq);
+        um_proto_comm_t *ca = p.comm(p.a, 4);
+        um_proto_comm_t *cb = p.comm(p.b, 4);
+        constexpr int kN = 20000;
+        std::vector<Op> s(kN), r(kN);
+        std::vector<int64_t> got(kN, -1), sent(kN);
+        std::atomic<bool> posted_ok{true};
+        std::atomic<int> posted{0}, sent_count{0};
+        g_recvs_done.store(0);
+        // Phases of 256: receives run up to 32 ahead of the messages (the
+        // posted queue and its inbox), then messages ahead of the receives
+        // (the unexpected queue and its inbox). A side waits for the other
+        // only up to the end of its phase, so neither waits for ever.
+        constexpr int kPhase = 256, kLead = 32;
+        const auto ahead = [&](int k) { return std::min({k + kLead, (k / kPhase + 1) * kPhase, kN}); };
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        std::thread poster([&] {
+            for (int k = 0; k < kN; ++k) {
+                while ((k / kPhase) % 2 == 1 && sent_count.load() < ahead(k) &&
+                       std::chrono::steady_clock::now() < deadline) {
+                    std::this_thread::yield();
+                }
+                if (p.post(cb, k % 2 ? UM_ANY_SOURCE : 0, k % 3, &got[k], sizeof got[k], r[k]) !=
+                    UM_PROTO_OK) {
+                    posted_ok = false;
+                }
+                posted.store(k + 1);
+            }
+        });
+        for (int k = 0; k < kN; ++k) {
+            while ((k / kPhase) % 2 == 0 && posted.load() < ahead(k) &&
+                   std::chrono::steady_clock::now() < deadline) {
+                p.spin(1);
+            }
+            sent[k] = k;
+            REQUIRE(p.send(ca, k % 3, &sent[k], sizeof sent[k], s[k]) == UM_PROTO_OK);
+            sent_count.store(k + 1);
+            if (k % 16 == 0) {
+                p.spin(1);
+            }
+        }
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (g_recvs_done.load(std::memory_order_acquire) < kN &&
+               std::chrono::steady_clock::now() < end) {
+            p.spin(1);
+        }
+        poster.join();
+        REQUIRE(posted_ok);
+        REQUIRE(g_recvs_done.load(std::memory_order_acquire) == kN);
+        int wrong = 0;
+        for (int k = 0; k < kN; ++k) {
+            wrong += (got[k] != k || r[k].status != UM_PROTO_OK || r[k].tag != k % 3) ? 1 : 0;
+        }
+        CHECK(wrong == 0);
+        um_stats_t st{};
+        um_proto_comm_stats(p.b, cb, &st);
+        CHECK(st.posted_len == 0);
+        CHECK(st.unexpected_len == 0);
+    }
 }

@@ -85,6 +85,24 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
                                         ? INT64_MAX
                                         : (int64_t) cfg->timer_cutoff_ns;
     config.thread_multiple = enable_mpi_threads;
+    /* Checked whatever the thread level, so that a typo never passes unseen. */
+    if (NULL != cfg->threading && 0 == strcmp(cfg->threading, "tailq")) {
+        config.tailq = 1;
+    } else if (NULL != cfg->threading && 0 == strcmp(cfg->threading, "global")) {
+        config.tailq = 0;
+    } else {
+        opal_output(0, "pml_ubermatch: cannot start: pml_ubermatch_threading = %s is not valid; "
+                    "valid values: global, tailq", NULL != cfg->threading ? cfg->threading : "");
+        return OMPI_ERR_BAD_PARAM;
+    }
+    if (config.tailq && enable_mpi_threads && NULL != cfg->trace && '\0' != cfg->trace[0]) {
+        /* The trace records one engine per communicator; tail queues have two. */
+        if (0 == OMPI_PROC_MY_NAME->vpid) {
+            opal_output(0, "pml_ubermatch: warning: pml_ubermatch_trace records through one "
+                        "engine per communicator: pml_ubermatch_threading global is used");
+        }
+        config.tailq = 0;
+    }
     config.fail_alloc_every = cfg->inject_alloc_failure;
     config.shm_eager_limit = cfg->shm_eager_limit;
     config.shm_ring_cells = 0;
@@ -153,7 +171,9 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
         }
         PML_UM_VERBOSE(1, "backend %s, SIMD kernel %s, %s threads, UCX transports %s",
                        config.backend, um_kernel_name(kernel),
-                       enable_mpi_threads ? "multiple" : "single",
+                       !enable_mpi_threads ? "single"
+                       : config.tailq      ? "multiple (tail queues)"
+                                           : "multiple (one lock)",
                        config.ucx_tls != NULL ? config.ucx_tls : "(UCX default)");
     }
     return OMPI_SUCCESS;

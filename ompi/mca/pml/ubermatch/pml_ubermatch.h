@@ -47,6 +47,7 @@ typedef struct mca_pml_ubermatch_config {
     bool hwloc;             /* ring sizes from the cache hierarchy (protocol/topology.h) */
     char *trace;        /* directory of the matching trace (replay/); empty: off */
     char *assertions;   /* honour or ignore communicators' info assertions */
+    char *threading;    /* MPI_THREAD_MULTIPLE matching: "global" (one lock) or "tailq" */
 } mca_pml_ubermatch_config_t;
 
 typedef struct mca_pml_ubermatch_module {

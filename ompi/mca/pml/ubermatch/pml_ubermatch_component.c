@@ -202,6 +202,16 @@ static int mca_pml_ubermatch_component_register(void)
                         "one rank-R.umt file per rank, for ubermatch-replay; empty: off",
                         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_3, &cfg->trace);
 
+    cfg->threading = "global";
+    (void) register_var("threading",
+                        "How matching is serialised under MPI_THREAD_MULTIPLE. Valid values: "
+                        "global (one lock for all of a process's matching), tailq (tail queues: "
+                        "the posted-receive and unexpected-message queues each under its own lock, "
+                        "so that threads posting receives or probing run while another thread "
+                        "matches arrivals; docs/tail-queues.md). Without MPI_THREAD_MULTIPLE "
+                        "there is no lock either way",
+                        MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &cfg->threading);
+
     rc = mca_pml_ubermatch_assert_register();
     if (rc < 0) {
         return rc;

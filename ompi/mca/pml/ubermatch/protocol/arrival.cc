@@ -32,10 +32,14 @@ ucs_status_t Protocol::on_message(const void *header, size_t header_length, void
                                   size_t length, const ucp_am_recv_param_t *param) noexcept {
     Actions actions;
     bool kept;
+    bool rndv;
     Message *msg;
     {
         Guard guard(*this);
-        msg = messages_.get(inject_failure());
+        {
+            Guard pool(pool_lock());
+            msg = messages_.get(inject_failure());
+        }
         if (UM_UNLIKELY(msg == nullptr)) {
             ++dropped_;
             return UCS_OK;
@@ -54,15 +58,16 @@ ucs_status_t Protocol::on_message(const void *header, size_t header_length, void
         msg->reply_ep = nullptr;
         msg->stored = false;
         msg->lost = false;
-        msg->rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+        msg->rndv = rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
         if ((msg->hdr.flags & kFlagSync) && (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
             msg->reply_ep = param->reply_ep;
         }
         kept = route(msg, actions, true);
     }
     // Deliveries of this very message read UCX's data: it is valid until we return.
+    // A kept message may be another thread's from here on: msg is not read again.
     run(actions);
-    return (kept && msg->rndv) ? UCS_INPROGRESS : UCS_OK;
+    return (kept && rndv) ? UCS_INPROGRESS : UCS_OK;
 }
 
 bool Protocol::route(Message *msg, Actions &actions, bool ucx_owns) {
@@ -79,7 +84,11 @@ bool Protocol::ring_arrival(const shm::RecordHeader &r, const void *payload) noe
     Actions actions;
     {
         Guard guard(*this);
-        Message *msg = messages_.get_unreserved(inject_failure());
+        Message *msg;
+        {
+            Guard pool(pool_lock());
+            msg = messages_.get_unreserved(inject_failure());
+        }
         if (UM_UNLIKELY(msg == nullptr)) {
             return false;
         }
@@ -149,15 +158,25 @@ bool Protocol::arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns)
     hint.comm_size = static_cast<uint32_t>(comm.remote_size);
     um_match_t match{};
     try {
-        Engine &engine = comm.engine_for(msg->hdr.tag);
-        if (UM_UNLIKELY(engine.arrive(msg->hdr.source, msg->hdr.tag, hint, msg, &match) ==
-                        UM_ERR_ASSERTION)) {
-            // No receive awaits it under ubermatch_no_unexpected: queued all the same.
-            if (!keep_unexpected(comm, *msg)) {
-                drop(msg, ucx_owns);
-                return false;
+        if (comm.tailq) {
+            // A receiving thread may take the message as soon as it is queued:
+            // its data must be ours by then, and msg is not touched after.
+            comm.tailq->arrive(msg->hdr.source, msg->hdr.tag, hint, msg, &match,
+                               [](void *m, void *self) {
+                                   static_cast<Protocol *>(self)->store(static_cast<Message *>(m));
+                               },
+                               this);
+        } else {
+            Engine &engine = comm.engine_for(msg->hdr.tag);
+            if (UM_UNLIKELY(engine.arrive(msg->hdr.source, msg->hdr.tag, hint, msg, &match) ==
+                            UM_ERR_ASSERTION)) {
+                // No receive awaits it under ubermatch_no_unexpected: queued all the same.
+                if (!keep_unexpected(comm, *msg)) {
+                    drop(msg, ucx_owns);
+                    return false;
+                }
+                comm.engine->arrive(msg->hdr.source, msg->hdr.tag, hint, msg, &match);
             }
-            comm.engine->arrive(msg->hdr.source, msg->hdr.tag, hint, msg, &match);
         }
     } catch (const std::bad_alloc &) {
         drop(msg, ucx_owns); // the engine has no memory to queue it
@@ -167,7 +186,9 @@ bool Protocol::arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns)
         actions.add(static_cast<um_proto_recv_t *>(match.handle), msg);
         return false;
     }
-    store(msg);
+    if (!comm.tailq) {
+        store(msg);
+    }
     return true;
 }
 
@@ -195,6 +216,7 @@ void Protocol::drop(Message *msg, bool ucx_owns) {
     if (!(msg->rndv && ucx_owns)) {
         release_data(msg);
     }
+    Guard pool(pool_lock());
     messages_.put(msg);
 }
 

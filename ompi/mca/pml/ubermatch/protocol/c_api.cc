@@ -188,15 +188,10 @@ int um_proto_probe(um_proto_t *proto, um_proto_comm_t *comm, int32_t source, int
                    um_proto_msg_t **msg) {
     Message *m = nullptr;
     const int rc = cxx(proto)->probe(cxx(comm), source, tag, hint != nullptr ? *hint : kNoHint,
-                                remove != 0, &m);
+                                remove != 0, &m, info);
     *found = m != nullptr;
-    if (m != nullptr) {
-        info->source = m->hdr.source;
-        info->tag = m->hdr.tag;
-        info->length = m->length;
-        if (msg != nullptr) {
-            *msg = reinterpret_cast<um_proto_msg_t *>(m);
-        }
+    if (m != nullptr && msg != nullptr) {
+        *msg = reinterpret_cast<um_proto_msg_t *>(m);
     }
     return rc;
 }

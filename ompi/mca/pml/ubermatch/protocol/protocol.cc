@@ -17,6 +17,7 @@ namespace ubermatch::protocol {
 Protocol::Protocol(const um_proto_config_t &config, const um_proto_callbacks_t &callbacks)
     : backend_(config.backend != nullptr ? config.backend : ""), params_(config.params),
       thread_multiple_(config.thread_multiple != 0),
+      tailq_(thread_multiple_ && config.tailq != 0),
       ucx_tls_(config.ucx_tls != nullptr ? config.ucx_tls : ""),
       ucx_rndv_thresh_(config.ucx_rndv_thresh != nullptr ? config.ucx_rndv_thresh : ""),
       cb_(callbacks), fail_alloc_every_(config.fail_alloc_every),
@@ -26,6 +27,13 @@ Protocol::Protocol(const um_proto_config_t &config, const um_proto_callbacks_t &
 void Protocol::start() {
     // Fail early, with the valid names, on a bad backend or parameter.
     make_engine(backend_, 1, params_);
+    // A relaxed backend's refusal of an arrival cannot see the posted inbox.
+    for (const Backend &b : backends()) {
+        if (tailq_ && backend_ == b.name && b.assertion != nullptr) {
+            throw std::runtime_error("tail queues (threading tailq) wrap backends of full MPI matching; " +
+                                     backend_ + " needs " + b.assertion + ": use threading global");
+        }
+    }
     if (shm_limit_ > shm::max_payload(shm::kDefaultCells)) {
         throw std::runtime_error("shm_eager_limit = " + std::to_string(shm_limit_) +
                                  " is out of range; valid values are 0 .. " +
@@ -157,7 +165,8 @@ int Protocol::progress_shared() {
 // an arrival cannot wait; refilled here, it covers each burst anew, so that
 // only memory exhausted for a whole burst drops a message (counted).
 void Protocol::top_up_reserve() noexcept {
-    Guard guard(*this);
+    Guard guard(*this); // inject_failure()'s count is under lock_
+    Guard pool(pool_lock());
     while (messages_.short_of_reserve() && messages_.add_reserve(inject_failure())) {
     }
 }
@@ -170,8 +179,7 @@ Comm *Protocol::comm_create(uint32_t cid, int32_t local_rank, int32_t remote_siz
     comm->cid = cid;
     comm->local_rank = local_rank;
     comm->remote_size = remote_size;
-    const std::string &name = backend.empty() ? backend_ : backend;
-    set_engine(*comm, new_engine(*comm, name), name);
+    choose_matching(*comm, backend.empty() ? backend_ : backend);
     comm->send_seq.assign(static_cast<size_t>(remote_size), 0);
     comm->recv_seq.assign(static_cast<size_t>(remote_size), 0);
 
@@ -203,11 +211,17 @@ void Protocol::comm_destroy(Comm *comm) {
         if (comm->cid < comms_.size() && comms_[comm->cid] == comm) {
             comms_[comm->cid] = nullptr;
         }
+        auto take_unexpected = [&gone](const Snapshot &snap) {
+            for (const QueuedElement &q : snap.unexpected) {
+                gone.push_back(static_cast<Message *>(q.handle));
+            }
+        };
+        if (comm->tailq) {
+            take_unexpected(comm->tailq->snapshot());
+        }
         for (Engine *e : {comm->engine.get(), comm->coll.get()}) {
             if (e != nullptr) {
-                for (const QueuedElement &q : e->snapshot().unexpected) {
-                    gone.push_back(static_cast<Message *>(q.handle));
-                }
+                take_unexpected(e->snapshot());
             }
         }
         for (auto &entry : comm->early) {
@@ -222,7 +236,10 @@ void Protocol::comm_destroy(Comm *comm) {
 }
 
 um_stats_t Protocol::comm_stats(Comm *comm) {
-    Guard guard(*this);
+    Guard guard(match_lock(*comm));
+    if (comm->tailq) {
+        return comm->tailq->stats();
+    }
     um_stats_t s = comm->engine->stats();
     if (comm->coll != nullptr) { // collective traffic apart (relaxed.cc): add it
         const um_stats_t c = comm->coll->stats();
@@ -251,10 +268,14 @@ void Protocol::comm_dump(Comm *comm, FILE *out) {
         Guard guard(*this);
         s << "communicator " << comm->cid << ", rank " << comm->local_rank << ", peers "
           << comm->remote_size << ", held out of sequence " << comm->early.size() << "\n";
-        comm->engine->dump(s);
-        if (comm->coll != nullptr) {
-            s << "Open MPI's own traffic (negative tags), apart:\n";
-            comm->coll->dump(s);
+        if (comm->tailq) {
+            comm->tailq->dump(s);
+        } else {
+            comm->engine->dump(s);
+            if (comm->coll != nullptr) {
+                s << "Open MPI's own traffic (negative tags), apart:\n";
+                comm->coll->dump(s);
+            }
         }
     }
     std::fputs(s.str().c_str(), out);
@@ -262,6 +283,7 @@ void Protocol::comm_dump(Comm *comm, FILE *out) {
 
 um_proto_faults_t Protocol::faults() {
     Guard guard(*this);
+    Guard pool(pool_lock());
     return {lost_, dropped_, messages_.reserve_used()};
 }
 
@@ -274,10 +296,9 @@ size_t Protocol::held() {
 int Protocol::recv(Comm *comm, um_proto_recv_t *recv) {
     Actions actions;
     {
-        Guard guard(*this);
+        Guard guard(match_lock(*comm));
         um_match_t match{};
-        const int rc = comm->engine_for(recv->tag).post_recv(recv->source, recv->tag, recv->hint,
-                                                             recv, &match);
+        const int rc = comm->post_recv(recv, &match);
         if (rc != UM_OK) {
             return rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
         }
@@ -290,25 +311,38 @@ int Protocol::recv(Comm *comm, um_proto_recv_t *recv) {
 }
 
 int Protocol::cancel(Comm *comm, um_proto_recv_t *recv, bool *cancelled) {
-    Guard guard(*this);
-    return comm->engine_for(recv->tag).cancel(recv->source, recv->tag, recv, cancelled) == UM_OK
-               ? UM_PROTO_OK
-               : UM_PROTO_ERROR;
+    Guard guard(match_lock(*comm));
+    return comm->cancel(recv, cancelled) == UM_OK ? UM_PROTO_OK : UM_PROTO_ERROR;
 }
 
+namespace {
+void read_info(void *msg, void *info) {
+    const Message &m = *static_cast<const Message *>(msg);
+    *static_cast<um_proto_msg_info_t *>(info) = {m.hdr.source, m.hdr.tag, m.length};
+}
+} // namespace
+
 int Protocol::probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
-                    Message **found) {
+                    Message **found, um_proto_msg_info_t *info) {
     Actions actions;
     {
-        Guard guard(*this);
+        Guard guard(match_lock(*comm));
         um_match_t match{};
-        Engine &engine = comm->engine_for(tag);
-        const int rc = remove ? engine.mprobe(source, tag, hint, &match)
-                              : engine.probe(source, tag, hint, &match);
+        int rc;
+        if (comm->tailq) {
+            rc = remove ? comm->tailq->mprobe(source, tag, hint, &match)
+                        : comm->tailq->probe(source, tag, hint, &match, read_info, info);
+        } else {
+            Engine &engine = comm->engine_for(tag);
+            rc = remove ? engine.mprobe(source, tag, hint, &match) : engine.probe(source, tag, hint, &match);
+        }
         if (rc != UM_OK) {
             return rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
         }
         *found = static_cast<Message *>(match.handle);
+        if (*found != nullptr && (remove || !comm->tailq)) {
+            read_info(*found, info); // ours (removed), or under the lock
+        }
         if (remove && *found != nullptr) {
             actions.add(nullptr, *found); // matched now: acknowledge a synchronous send
         }
@@ -320,10 +354,8 @@ int Protocol::probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hi
 void Protocol::msg_recv(Message *msg, um_proto_recv_t *recv) { deliver(recv, msg); }
 
 int Protocol::collective(Comm *comm, const um_hint_t &hint, bool begin) {
-    Guard guard(*this);
-    Engine &engine = comm->coll != nullptr ? *comm->coll : *comm->engine;
-    const int rc = begin ? engine.collective_begin(hint) : engine.collective_end(hint);
-    return rc == UM_OK ? UM_PROTO_OK : UM_PROTO_ERROR;
+    Guard guard(match_lock(*comm));
+    return comm->collective(hint, begin) == UM_OK ? UM_PROTO_OK : UM_PROTO_ERROR;
 }
 
 } // namespace ubermatch::protocol

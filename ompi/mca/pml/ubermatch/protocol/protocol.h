@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "matching/engine.h"
+#include "matching/tailq.h"
 #include "ompi/mca/pml/ubermatch/protocol/shm.h"
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
 #include "ompi/mca/pml/ubermatch/protocol/wire.h"
@@ -148,6 +149,10 @@ struct Peer {
     std::unique_ptr<shm::Sender> offered; // made, offered, not yet answered
 };
 
+// Matching is in one of two: `engine`, under the core's lock when threads
+// are on; or, with tail queues (um_proto_config_t.tailq), `tailq`, under its
+// own locks, so that a thread posting a receive does not wait for one
+// matching arrivals. The calls below go to whichever the communicator has.
 struct Comm {
     uint32_t cid;
     int32_t local_rank;
@@ -166,9 +171,26 @@ struct Comm {
     Engine &engine_for(int32_t tag) {
         return (UM_UNLIKELY(coll != nullptr) && tag < 0 && tag != UM_ANY_TAG) ? *coll : *engine;
     }
+    std::unique_ptr<TailQueues> tailq; // instead of engine/coll (threading tailq, full matching)
     std::vector<uint32_t> send_seq; // next sequence number to each destination
     std::vector<uint32_t> recv_seq; // next expected from each source
     std::unordered_map<uint64_t, Message *> early; // out of sequence, by (source, seq)
+
+    int post_recv(um_proto_recv_t *recv, um_match_t *out) {
+        return tailq ? tailq->post_recv(recv->source, recv->tag, recv->hint, recv, out)
+                     : engine_for(recv->tag).post_recv(recv->source, recv->tag, recv->hint, recv, out);
+    }
+    int cancel(um_proto_recv_t *recv, bool *removed) {
+        return tailq ? tailq->cancel(recv->source, recv->tag, recv, removed)
+                     : engine_for(recv->tag).cancel(recv->source, recv->tag, recv, removed);
+    }
+    int collective(const um_hint_t &hint, bool begin) {
+        if (tailq) {
+            return tailq->collective(hint, begin);
+        }
+        Engine &e = coll != nullptr ? *coll : *engine;
+        return begin ? e.collective_begin(hint) : e.collective_end(hint);
+    }
 };
 
 // Deliveries decided under the lock and carried out after it is released
@@ -244,6 +266,7 @@ public:
     // relaxed.cc: makes backend (empty: the configured one) the engine of comm's
     // point-to-point traffic when it holds nothing; false: not now. Throws on a bad name.
     bool comm_use(Comm *comm, const std::string &backend);
+    void choose_matching(Comm &comm, const std::string &backend);
     um_proto_comm_info_t comm_info(Comm *comm);
     void comm_destroy(Comm *comm);
     um_stats_t comm_stats(Comm *comm);
@@ -286,8 +309,9 @@ public:
     }
     int recv(Comm *comm, um_proto_recv_t *recv);
     int cancel(Comm *comm, um_proto_recv_t *recv, bool *cancelled);
+    // *info is read while no other thread can take the message.
     int probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hint, bool remove,
-              Message **found);
+              Message **found, um_proto_msg_info_t *info);
     void msg_recv(Message *msg, um_proto_recv_t *recv);
     // A collective call begins or ends on comm (the engine's collective_begin/end).
     int collective(Comm *comm, const um_hint_t &hint, bool begin);
@@ -351,7 +375,9 @@ private:
     // transport's stores: only with MPI_THREAD_MULTIPLE are they needed.
     class Guard {
     public:
-        explicit Guard(Protocol &p) : m_(p.thread_multiple_ ? &p.lock_ : nullptr) {
+        explicit Guard(Protocol &p) : Guard(p.thread_multiple_ ? &p.lock_ : nullptr) {}
+        // m: nullptr for none.
+        explicit Guard(std::mutex *m) : m_(m) {
             if (m_ != nullptr) {
                 m_->lock();
             }
@@ -375,9 +401,17 @@ private:
         recycle(msg);
     }
     void recycle(Message *msg) { // outside the lock
-        Guard guard(*this);
+        Guard guard(pool_lock());
         messages_.put(msg);
     }
+    // What a receiving thread's matching call takes: the core's lock, unless
+    // comm's matching has its own locks (tail queues).
+    std::mutex *match_lock(const Comm &comm) {
+        return thread_multiple_ && !comm.tailq ? &lock_ : nullptr;
+    }
+    // The message pool has its own lock, so that a receiving thread giving a
+    // descriptor back does not wait for arrivals matched under lock_.
+    std::mutex *pool_lock() { return thread_multiple_ ? &pool_lock_ : nullptr; }
     // Under the lock: an arrival that cannot be kept for want of memory. Its
     // rendezvous descriptor is released unless UCX still owns it (inside the
     // arrival's own callback, where returning UCS_OK gives it back).
@@ -388,6 +422,7 @@ private:
     const std::string backend_;
     const um_params_t params_;
     const bool thread_multiple_;
+    const bool tailq_; // communicators match in tail queues (only with thread_multiple_)
     const std::string ucx_tls_;
     const std::string ucx_rndv_thresh_;
     const um_proto_callbacks_t cb_;
@@ -406,13 +441,14 @@ private:
     ucp_worker_h worker_ = nullptr;
 
     std::mutex lock_;
+    std::mutex pool_lock_; // messages_; taken after lock_ where both are
     std::atomic<bool> progressing_{false};
     std::vector<Comm *> comms_; // by context id
     std::unordered_map<uint32_t, std::vector<Message *>> unknown_comm_; // arrived before their communicator
     size_t held_ = 0; // messages out of sequence or for unknown communicators
     uint64_t lost_ = 0;    // payloads that could not be kept (their receives fail)
     uint64_t dropped_ = 0; // arrivals with no memory left even for their descriptor
-    MessagePool messages_; // under the lock
+    MessagePool messages_; // under pool_lock_
 };
 
 } // namespace ubermatch::protocol

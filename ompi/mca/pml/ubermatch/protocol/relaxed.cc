@@ -85,9 +85,24 @@ void Protocol::set_engine(Comm &comm, std::unique_ptr<Engine> engine, const std:
     comm.relaxed = relaxed;
 }
 
+// Tail queues wrap an engine of full matching; a communicator that asserts
+// something under threading tailq keeps full matching (always correct: an
+// assertion permits, it does not oblige) with its own locks.
+void Protocol::choose_matching(Comm &comm, const std::string &backend) {
+    if (tailq_ && assertions_of(backend) == 0) {
+        comm.tailq = std::make_unique<TailQueues>(backend, comm.remote_size, params_);
+        comm.backend = backend;
+        return;
+    }
+    set_engine(comm, new_engine(comm, backend), backend);
+}
+
 bool Protocol::comm_use(Comm *comm, const std::string &backend) {
     std::string name = backend.empty() ? backend_ : backend;
     make_engine(name, 1, params_); // a bad name throws here, with the valid ones
+    if (comm->tailq) {
+        return true; // see choose_matching
+    }
     Guard guard(*this);
     if (comm->kept_unexpected && ends_with(name, kNoUnexpSuffix)) {
         name.resize(name.size() - std::strlen(kNoUnexpSuffix));

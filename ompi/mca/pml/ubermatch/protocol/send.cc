@@ -31,10 +31,10 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
             offer(*peer);
         }
     }
-    {
-        Guard guard(*this);
-        op->hdr.seq = comm->send_seq[static_cast<size_t>(dst)]++;
-    }
+    // With threads, an atomic increment instead of the core's lock, which
+    // arrivals hold while they match: a sending thread need not wait for them.
+    uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
+    op->hdr.seq = thread_multiple_ ? __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED) : seq++;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                          UCP_OP_ATTR_FIELD_FLAGS;

@@ -64,6 +64,10 @@ typedef struct um_proto_config {
     const char *backend;  /* the engine backend of every communicator */
     um_params_t params;   /* its parameters */
     int thread_multiple;  /* calls may come from several threads at once */
+    /* With thread_multiple: each communicator matches in tail queues under their
+     * own locks (matching/tailq.h) instead of under the core's one lock, so that
+     * a thread posting a receive or probing runs while another matches arrivals. */
+    int tailq;
     const char *ucx_tls;         /* UCX_TLS of our worker, NULL: UCX's default */
     const char *ucx_rndv_thresh; /* UCX_RNDV_THRESH, NULL: UCX's default */
     /* Tests: every n-th allocation on the message path fails (0: none), to check
