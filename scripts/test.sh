@@ -68,9 +68,11 @@ tailq_mpi() {
     done
     MPI_TESTS_ONLY=threads test/mpi/run-mpi-tests.sh build/test-mpi \
         --mca pml ubermatch --mca pml_ubermatch_threading tailq || rc=1
-    timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_threading tailq \
-        --mca pml_ubermatch_verbose 1 build/test-mpi/thread_order 2>&1 | grep -q 'multiple (tail queues)' ||
-        { echo "FAIL tail queues not in use under MPI_THREAD_MULTIPLE"; rc=1; }
+    local out # whole, then searched: grep -q on the pipe would end mpirun early (pipefail)
+    out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_threading tailq \
+        --mca pml_ubermatch_verbose 1 build/test-mpi/thread_order 2>&1)
+    grep -q 'multiple (tail queues)' <<<"$out" ||
+        { echo "FAIL tail queues not in use under MPI_THREAD_MULTIPLE"; echo "$out" | tail -5; rc=1; }
     return $rc
 }
 suite "MPI thread tests with tail queues, every backend" tailq_mpi

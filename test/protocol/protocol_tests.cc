@@ -511,6 +511,7 @@ TEST_CASE("protocol: an arrival before its receive under no-unexpected is kept",
     REQUIRE(p.send(ca, 2, &two, sizeof two, s2) == UM_PROTO_OK);
     REQUIRE(p.until([&] { return r_later.done; }));
     CHECK(later == 2);
+}
 
 // Under MPI_THREAD_MULTIPLE, one lock (global) or tail queues: a thread posts
 // receives on b while the main thread sends from a and drives both workers,
