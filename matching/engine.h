@@ -229,6 +229,33 @@ private:
     Timers timers_;
 };
 
+// Two engines counted as one (a communicator's two engines, the two instances
+// inside tail queues): every count summed, the deepest search the deeper one's,
+// a high-water mark the sum of both (an upper bound: the peaks may not
+// coincide). The kernel fields stay `to`'s.
+inline void add_class_stats(um_class_stats_t &to, const um_class_stats_t &from) {
+    to.searches += from.searches;
+    to.matches += from.matches;
+    to.inspected += from.inspected;
+    to.max_inspected = std::max(to.max_inspected, from.max_inspected);
+    to.search_ns += from.search_ns;
+    to.posted_search_ns += from.posted_search_ns;
+}
+
+inline void add_stats(um_stats_t &to, const um_stats_t &from) {
+    add_class_stats(to.p2p, from.p2p);
+    add_class_stats(to.coll, from.coll);
+    for (uint64_t um_stats_t::*f :
+         {&um_stats_t::posted_len, &um_stats_t::unexpected_len, &um_stats_t::posted_max,
+          &um_stats_t::unexpected_max, &um_stats_t::queues, &um_stats_t::bytes, &um_stats_t::cancels,
+          &um_stats_t::false_positives, &um_stats_t::blocks, &um_stats_t::holes,
+          &um_stats_t::compactions, &um_stats_t::indexed, &um_stats_t::reshapes,
+          &um_stats_t::index_bytes, &um_stats_t::memory_limited, &um_stats_t::overhead_ns,
+          &um_stats_t::timer_outliers, &um_stats_t::dedicated_p2p, &um_stats_t::dedicated_coll}) {
+        to.*f += from.*f;
+    }
+}
+
 // The two calls of every message, inline: their checks and statistics cost
 // less than the calls would.
 inline void Engine::account(um_class_stats_t &c, const Found &f) {

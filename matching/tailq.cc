@@ -213,13 +213,13 @@ int TailQueues::collective(const um_hint_t &hint, bool begin) {
 }
 
 namespace {
-void add_class(um_class_stats_t &to, const um_class_stats_t &a, const um_class_stats_t &internal) {
-    to.searches += a.searches - internal.searches;
-    to.matches += a.matches - internal.matches;
-    to.inspected += a.inspected - internal.inspected;
-    to.max_inspected = std::max(to.max_inspected, a.max_inspected);
-    to.search_ns += a.search_ns;
-    to.posted_search_ns += a.posted_search_ns;
+// What an instance's searches counted, less those made only to move entries.
+um_class_stats_t net_of(const um_class_stats_t &a, const um_class_stats_t &internal) {
+    um_class_stats_t net = a;
+    net.searches -= internal.searches;
+    net.matches -= internal.matches;
+    net.inspected -= internal.inspected;
+    return net;
 }
 } // namespace
 
@@ -244,25 +244,18 @@ um_stats_t TailQueues::stats() const {
     }
     Lock tl(tl_);
     um_stats_t s = u; // kernel and its fallback: the same in both
+    add_stats(s, p);  // then searches without the internal ones, lengths with the inboxes
     s.p2p = {};
     s.coll = {};
-    add_class(s.p2p, p.p2p, pi[0]);
-    add_class(s.p2p, u.p2p, ui[0]);
-    add_class(s.coll, p.coll, pi[1]);
-    add_class(s.coll, u.coll, ui[1]);
+    add_class_stats(s.p2p, net_of(p.p2p, pi[0]));
+    add_class_stats(s.p2p, net_of(u.p2p, ui[0]));
+    add_class_stats(s.coll, net_of(p.coll, pi[1]));
+    add_class_stats(s.coll, net_of(u.coll, ui[1]));
     s.posted_len = p.posted_len + prqt_.size();
     s.unexpected_len = u.unexpected_len + umqt_.size();
     s.posted_max = p.posted_max + prqt_max_;
     s.unexpected_max = u.unexpected_max + umqt_max_;
     s.cancels = p.cancels + prqt_cancels_;
-    for (uint64_t um_stats_t::*f :
-         {&um_stats_t::queues, &um_stats_t::bytes, &um_stats_t::false_positives,
-          &um_stats_t::blocks, &um_stats_t::holes, &um_stats_t::compactions, &um_stats_t::indexed,
-          &um_stats_t::reshapes, &um_stats_t::index_bytes, &um_stats_t::memory_limited,
-          &um_stats_t::overhead_ns, &um_stats_t::timer_outliers, &um_stats_t::dedicated_p2p,
-          &um_stats_t::dedicated_coll}) {
-        s.*f = p.*f + u.*f;
-    }
     return s;
 }
 

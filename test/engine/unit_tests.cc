@@ -286,3 +286,30 @@ TEST_CASE("dump prints statistics and both queues in order", "[unit]") {
     CHECK(s.find("posted (1): [src 1 tag 3") != std::string::npos);
     CHECK(s.find("unexpected (2): [src 2 tag 8 seq 2] [src 0 tag 9 seq 3]") != std::string::npos);
 }
+
+TEST_CASE("two engines' statistics add up as one engine's", "[unit]") {
+    Driver a("bins", 4), b("bins", 4);
+    a.post(1, 5, 1);
+    a.post(2, 5, 2);
+    a.arrive(1, 5, 10); // matches receive 1 after inspecting 1
+    b.arrive(3, 7, 20);
+    b.arrive(3, 8, 21);
+    b.post(3, 8, 3); // takes message 21
+    b.post(0, -20, 4, coll_hint());
+    const um_stats_t sa = a.e->stats(), sb = b.e->stats();
+    um_stats_t s = sa;
+    add_stats(s, sb);
+    CHECK(s.posted_len == sa.posted_len + sb.posted_len);
+    CHECK(s.posted_len == 2);
+    CHECK(s.unexpected_len == 1);
+    CHECK(s.posted_max == sa.posted_max + sb.posted_max);
+    CHECK(s.queues == sa.queues + sb.queues);
+    CHECK(s.bytes == sa.bytes + sb.bytes);
+    CHECK(s.p2p.searches == sa.p2p.searches + sb.p2p.searches);
+    CHECK(s.p2p.searches == 6);
+    CHECK(s.p2p.matches == 2);
+    CHECK(s.coll.searches == 1);
+    CHECK(s.p2p.inspected == sa.p2p.inspected + sb.p2p.inspected);
+    CHECK(s.p2p.max_inspected == std::max(sa.p2p.max_inspected, sb.p2p.max_inspected));
+    CHECK(s.kernel == sa.kernel);
+}

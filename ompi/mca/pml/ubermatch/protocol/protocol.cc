@@ -3,7 +3,6 @@
 #include "ompi/mca/pml/ubermatch/protocol/protocol.h"
 
 #include <algorithm>
-#include <utility>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -242,22 +241,7 @@ um_stats_t Protocol::comm_stats(Comm *comm) {
     }
     um_stats_t s = comm->engine->stats();
     if (comm->coll != nullptr) { // collective traffic apart (relaxed.cc): add it
-        const um_stats_t c = comm->coll->stats();
-        s.posted_len += c.posted_len;
-        s.unexpected_len += c.unexpected_len;
-        s.posted_max += c.posted_max; // an upper bound: the two peaks may not coincide
-        s.unexpected_max += c.unexpected_max;
-        s.queues += c.queues;
-        s.bytes += c.bytes;
-        s.cancels += c.cancels;
-        for (auto [to, from] : {std::make_pair(&s.p2p, &c.p2p), std::make_pair(&s.coll, &c.coll)}) {
-            to->searches += from->searches;
-            to->matches += from->matches;
-            to->inspected += from->inspected;
-            to->max_inspected = std::max(to->max_inspected, from->max_inspected);
-            to->search_ns += from->search_ns;
-            to->posted_search_ns += from->posted_search_ns;
-        }
+        add_stats(s, comm->coll->stats());
     }
     return s;
 }

@@ -102,13 +102,7 @@ public:
     // One descriptor back into the reserve (outside UCX's callbacks, where
     // a burst of arrivals may have emptied it); false when none could be had.
     bool add_reserve(bool fail) noexcept {
-        Message *m = nullptr;
-        if (!free_.empty()) {
-            m = free_.back();
-            free_.pop_back();
-        } else if (!fail) {
-            m = new (std::nothrow) Message;
-        }
+        Message *m = get_unreserved(fail);
         if (m != nullptr) {
             reserve_.push_back(m);
         }
