@@ -2,9 +2,13 @@
 // pre-filled to a length, then thread pairs, one posting receives and one
 // delivering the matching messages, as fast as they can; matches per second
 // with one global lock around a backend vs TailQueues around the same backend.
+// Each side of a pair runs at most --ahead operations (default 64) ahead of the
+// other: unbounded, the side that wins the locks builds a queue of up to N/pairs
+// entries that the other then walks, so the rate measured a drift, not the
+// length asked for (0 lets it drift, as the first version did).
 //
 // usage: tailq_bench [--backends list,auto] [--threads 2,4] [--lengths 1,2,...,1024]
-//                    [--matches N] [--reps R] [--prq-only]
+//                    [--matches N] [--reps R] [--ahead W] [--prq-only]
 // Prints CSV: backend,mode,threads,length,variant,rep,matches_per_s
 #include <atomic>
 #include <chrono>
@@ -16,6 +20,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "matching/registry.h"
 #include "matching/tailq.h"
@@ -55,8 +63,26 @@ private:
 constexpr int32_t kComm = 64;
 constexpr int32_t kFillTag = 1 << 30; // never matched by the test's traffic
 
+// Operations a side of a pair has done, each on its own cache line.
+struct alignas(64) Progress {
+    std::atomic<long> done{0};
+};
+
+// Waits until `mine` is fewer than `ahead` operations past `other`.
+void pace(long mine, const Progress &other, long ahead) {
+    for (unsigned spins = 0; mine - other.done.load(std::memory_order_acquire) >= ahead; ++spins) {
+        if (spins < 1024) {
+#if defined(__x86_64__)
+            _mm_pause();
+#endif
+        } else {
+            std::this_thread::yield(); // more threads than cores: let the partner run
+        }
+    }
+}
+
 template <class Q>
-double run(const std::string &backend, int threads, int length, bool prq_only, long matches) {
+double run(const std::string &backend, int threads, int length, bool prq_only, long matches, long ahead) {
     Q q(backend, kComm);
     static char dummy[1];
     um_match_t m{};
@@ -71,6 +97,7 @@ double run(const std::string &backend, int threads, int length, bool prq_only, l
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
     const long per_pair = matches / pairs;
+    std::vector<Progress> progress(static_cast<size_t>(2 * pairs));
     std::vector<std::thread> ts;
     for (int p = 0; p < pairs; ++p) {
         for (int side = 0; side < 2; ++side) {
@@ -79,13 +106,19 @@ double run(const std::string &backend, int threads, int length, bool prq_only, l
                 while (!go.load(std::memory_order_acquire)) {
                 }
                 um_match_t out{};
+                Progress &mine = progress[static_cast<size_t>(2 * p + side)];
+                const Progress &other = progress[static_cast<size_t>(2 * p + 1 - side)];
                 for (long i = 0; i < per_pair; ++i) {
+                    if (ahead > 0) {
+                        pace(i, other, ahead);
+                    }
                     const int32_t tag = static_cast<int32_t>(i & 0xffff);
                     if (side == 0) {
                         q.post_recv(p, tag, dummy, &out);
                     } else {
                         q.arrive(p, tag, dummy, &out);
                     }
+                    mine.done.store(i + 1, std::memory_order_release);
                 }
             });
         }
@@ -116,6 +149,7 @@ int main(int argc, char **argv) {
     std::string backends = "list,auto", threads = "2", lengths = "1,2,4,8,16,32,64,128,256,512,1024";
     long matches = 200000;
     int reps = 3;
+    long ahead = 64;
     bool prq_only = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -126,8 +160,9 @@ int main(int argc, char **argv) {
         else if (a == "--lengths") lengths = v;
         else if (a == "--matches") matches = std::atol(v);
         else if (a == "--reps") reps = std::atoi(v);
+        else if (a == "--ahead") ahead = std::atol(v);
         else {
-            std::fprintf(stderr, "unknown option %s (valid: --backends --threads --lengths --matches --reps --prq-only)\n", argv[i]);
+            std::fprintf(stderr, "unknown option %s (valid: --backends --threads --lengths --matches --reps --ahead --prq-only)\n", argv[i]);
             return 2;
         }
         ++i;
@@ -146,9 +181,9 @@ int main(int argc, char **argv) {
                         const int len = std::atoi(l.c_str());
                         const char *var = prq_only ? "prq-only" : "both";
                         std::printf("%s,global,%d,%d,%s,%d,%.0f\n", b.c_str(), n, len, var, r,
-                                    run<Global>(b, n, len, prq_only, matches));
+                                    run<Global>(b, n, len, prq_only, matches, ahead));
                         std::printf("%s,tailq,%d,%d,%s,%d,%.0f\n", b.c_str(), n, len, var, r,
-                                    run<Tailq>(b, n, len, prq_only, matches));
+                                    run<Tailq>(b, n, len, prq_only, matches, ahead));
                         std::fflush(stdout);
                     }
                 }
