@@ -22,23 +22,14 @@ Hit<typename AutoQueue<Posted>::Block> AutoQueue<Posted>::scan(int32_t source, i
                                                                 uint32_t &inspected) const {
     const simd::Kernels &k = sh_.k;
     for (Block *b = blocks_.head(); b != nullptr; b = b->next) {
-        uint64_t bits;
-        if constexpr (Posted) {
-            // Slots are in posting order: a block that starts after `before` has nothing earlier.
-            if (b->first_seq > before) {
-                break;
-            }
-            if (!b->filter.may_match_message(source, tag)) {
-                continue;
-            }
-            bits = k.recv_hits(b->src_val, b->src_mask, b->tag_val, b->tag_mask, b->used, source, tag);
-        } else {
-            if (!b->filter.may_match_receive(source, tag)) {
-                continue;
-            }
-            const MaskedKey m = masked_key(source, tag);
-            bits = k.msg_hits(b->src, b->tag, b->used, m.src_val, m.src_mask, m.tag_val, m.tag_mask);
+        // Slots are in posting order: a block that starts after `before` has nothing earlier.
+        if (b->first_seq > before) {
+            break;
         }
+        if (!b->filter.may_match_message(source, tag)) {
+            continue;
+        }
+        uint64_t bits = k.recv_hits(b->src_val, b->src_mask, b->tag_val, b->tag_mask, b->used, source, tag);
         bits &= used_bits(b->used);
         if (bits != 0) {
             const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
@@ -102,8 +93,14 @@ Found AutoQueue<Posted>::take_message(int32_t source, int32_t tag, bool remove) 
             found = fifo->front();
             inspected = 1;
         }
-    } else if (const Hit<Block> h = scan(source, tag, UINT64_MAX, inspected)) {
-        found = static_cast<Entry *>(h.block->handle[h.slot]);
+    } else { // both wildcards: the earliest point-to-point message
+        for (Entry *e = arrivals_.front(); e != nullptr; e = OrderQueue::next(e)) {
+            ++inspected;
+            if (e->tag >= 0) {
+                found = e;
+                break;
+            }
+        }
     }
     if (found == nullptr) {
         return {nullptr, inspected};
@@ -118,7 +115,7 @@ void AutoQueue<Posted>::build_wild_index() {
     }
     accounted([&] {
         wild_index_ = true;
-        blocks_.for_each([&](const Block &b, unsigned i) { place_message(auto_entry(static_cast<Entry *>(b.handle[i]))); });
+        arrivals_.for_each([&](Entry &e) { place_message(auto_entry(&e)); });
     });
 }
 
@@ -128,8 +125,12 @@ Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected) {
         list_.remove(e);
     } else {
         accounted([&] {
-            if (e->block != nullptr) {
-                blocks_.remove(static_cast<Block *>(e->block), e->slot);
+            if constexpr (Posted) {
+                if (e->block != nullptr) {
+                    blocks_.remove(static_cast<Block *>(e->block), e->slot);
+                }
+            } else {
+                arrivals_.remove(e);
             }
             if (keyed(e->source, e->tag)) {
                 PeerQueue *fifo = keys_.find(e->source, e->tag);
@@ -158,10 +159,14 @@ Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected) {
 
 template <bool Posted>
 void AutoQueue<Posted>::place(AutoEntry *e) {
-    // Messages go to both structures; receives to one: keyed ones to the index,
-    // (ANY_SOURCE, ANY_TAG) ones to blocks.
-    if (!Posted || !keyed(e->source, e->tag)) {
-        blocks_.push_back(e);
+    // Messages go to the arrival FIFO and the index; receives to one: keyed
+    // ones to the index, (ANY_SOURCE, ANY_TAG) ones to blocks.
+    if constexpr (Posted) {
+        if (!keyed(e->source, e->tag)) {
+            blocks_.push_back(e);
+        }
+    } else {
+        arrivals_.push_back(e);
     }
     if (keyed(e->source, e->tag)) {
         keys_.insert(e->source, e->tag).push_back(e);
@@ -180,7 +185,7 @@ void AutoQueue<Posted>::push(int32_t source, int32_t tag, void *handle, uint64_t
         list_.push_back(e);
         return;
     }
-    size_t more = sizeof(Block) + keys_.bytes_after_insert() - keys_.bytes();
+    size_t more = (Posted ? sizeof(Block) : 0) + keys_.bytes_after_insert() - keys_.bytes();
     if (wild_index_) {
         more += by_tag_.bytes_after_insert() - by_tag_.bytes() + by_src_.bytes_after_insert() - by_src_.bytes();
     }
@@ -219,7 +224,7 @@ bool AutoQueue<Posted>::cancel(int32_t source, int32_t tag, void *request) {
 
 template <bool Posted>
 void AutoQueue<Posted>::to_index() {
-    const size_t need = KeyIndex::bytes_for(size_) * (Posted ? 1 : 3) + blocks_bytes_for<Block>(size_);
+    const size_t need = KeyIndex::bytes_for(size_) * (Posted ? 1 : 3) + (Posted ? blocks_bytes_for<Block>(size_) : 0);
     if (!sh_.index_fits(need)) {
         ++sh_.memory_limited;
         reindex_at_ = 2 * size_;
@@ -240,6 +245,7 @@ void AutoQueue<Posted>::to_list() {
     std::vector<Entry *> all;
     all.reserve(size_);
     blocks_.for_each([&](const Block &b, unsigned i) { all.push_back(static_cast<Entry *>(b.handle[i])); });
+    arrivals_.for_each([&](Entry &e) { all.push_back(&e); });
     if constexpr (Posted) {
         // Keyed receives are only in the index; merge them with the blocks' by posting order.
         keys_.for_each([&](const PeerQueue &fifo) {
@@ -253,6 +259,7 @@ void AutoQueue<Posted>::to_list() {
         by_src_.clear();
         blocks_.clear();
     });
+    arrivals_ = OrderQueue{};
     wild_index_ = false;
     any_source_ = 0;
     any_tag_ = 0;
@@ -272,6 +279,7 @@ void AutoQueue<Posted>::visit(bool posted, const std::function<void(bool, const 
     }
     const auto report = [&](const Entry &e) { f(posted, QueuedElement{e.seq, e.handle, e.source, e.tag}); };
     blocks_.for_each([&](const Block &b, unsigned i) { report(*static_cast<const Entry *>(b.handle[i])); });
+    arrivals_.for_each(report);
     if constexpr (Posted) {
         keys_.for_each([&](const PeerQueue &fifo) { fifo.for_each(report); });
     }

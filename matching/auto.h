@@ -17,12 +17,14 @@
 //    only while such receives are queued) and of the first block slot: a
 //    constant number of probes at any depth, wildcards included.
 //  - Indexed unexpected messages: in the hash index by (source, tag), in FIFOs
-//    by tag and (point-to-point) by source, and in SIMD blocks in arrival
-//    order: an exact receive probes its key, an ANY_SOURCE receive its tag's
-//    FIFO, an ANY_TAG receive its source's FIFO, and only a receive with both
-//    wildcards scans the blocks (its match is the first live slot). The
-//    message a receive takes is the head of each FIFO it is in (earlier ones
-//    there would match too), so removal is O(1) in all of them.
+//    by tag and (point-to-point) by source, and in one FIFO of arrival order:
+//    an exact receive probes its key, an ANY_SOURCE receive its tag's FIFO, an
+//    ANY_TAG receive its source's FIFO, and a receive with both wildcards
+//    takes the head of the arrival FIFO (every point-to-point message matches
+//    it, so there is nothing to scan: blocks would cost a slot and a filter
+//    update per message for a search that needs none). The message a receive
+//    takes is the head of each FIFO it is in (earlier ones there would match
+//    too), so removal is O(1) in all of them.
 //  - The indices of one engine hold at most max_index_bytes; a queue whose
 //    index would pass it stays a list (counted), and tries again when it has
 //    doubled.
@@ -38,7 +40,7 @@
 namespace ubermatch {
 
 // An element of `auto`: in a list, in a key FIFO, or in a wildcard block;
-// an indexed unexpected message sits in its key's FIFO, an arrival block, its
+// an indexed unexpected message sits in its key's FIFO, the arrival FIFO, its
 // tag's FIFO and (point-to-point) its source's FIFO.
 struct AutoEntry : Entry {
     void *block = nullptr; // the block holding it, when it is in one
@@ -167,37 +169,6 @@ private:
     }
 };
 
-struct alignas(64) AutoMsgBlock {
-    AutoMsgBlock *next;
-    AutoMsgBlock *prev;
-    uint32_t used;
-    BlockFilter filter;
-    alignas(64) int32_t src[kSlots];
-    int32_t tag[kSlots];
-    void *handle[kSlots]; // the AutoEntry
-
-    void fill(unsigned i, AutoEntry *e) {
-        if (i == 0 && used == 1) {
-            filter.reset();
-        }
-        place(i, e);
-    }
-    void place(unsigned i, AutoEntry *e) {
-        src[i] = e->source;
-        tag[i] = e->tag;
-        handle[i] = e;
-        e->block = this;
-        e->slot = i;
-        filter.add(e->source, e->tag);
-    }
-    void clear(unsigned i) {
-        src[i] = kHoleSource;
-        tag[i] = kHoleTag;
-        handle[i] = nullptr;
-    }
-    void move(unsigned to, const AutoMsgBlock &from, unsigned i) { place(to, auto_entry(static_cast<Entry *>(from.handle[i]))); }
-};
-
 using AutoPool = Pool<AutoEntry>;
 
 struct BlockStats {
@@ -226,11 +197,11 @@ struct AutoShared {
 };
 
 // Receives or messages (Side) of one part. The list form is `list_`; the
-// indexed form is the key index plus the blocks (only wildcard receives, but
-// every message, sit in blocks).
+// indexed form is the key index plus, for receives, the blocks of
+// (ANY_SOURCE, ANY_TAG) receives and, for messages, the arrival FIFO.
 template <bool Posted>
 class AutoQueue {
-    using Block = std::conditional_t<Posted, AutoRecvBlock, AutoMsgBlock>;
+    using Block = AutoRecvBlock;
 
 public:
     explicit AutoQueue(AutoShared &sh) : sh_(sh), blocks_(sh.compact_threshold), reindex_at_(sh.index_at) {}
@@ -282,7 +253,7 @@ private:
     }
     // Unexpected, indexed: a message's tag and source FIFOs, kept only once a
     // receive with one wildcard has searched this queue (built then, from the
-    // blocks in arrival order), so that exact-only traffic does not pay for them.
+    // arrival FIFO), so that exact-only traffic does not pay for them.
     void place_message(AutoEntry *e) {
         if (!wild_index_) {
             return;
@@ -313,7 +284,7 @@ private:
     // Takes e out of whatever holds it and gives it back to the pool.
     Found take(AutoEntry *e, uint32_t inspected);
     void place(AutoEntry *e); // into the index
-    Hit<Block> scan(int32_t source, int32_t tag, uint64_t before, uint32_t &inspected) const;
+    Hit<Block> scan(int32_t source, int32_t tag, uint64_t before, uint32_t &inspected) const; // posted
     // A list whose search had to compare index_at elements is indexed: a deep
     // queue whose matches sit at its head (a window of receives of one key)
     // stays a list, where a head check is the cheapest search there is.
@@ -339,7 +310,8 @@ private:
     KeyIndex keys_;
     TagIndex by_tag_;    // unexpected only
     SourceIndex by_src_; // unexpected only
-    BlockList<Block> blocks_;
+    BlockList<Block> blocks_; // posted only
+    OrderQueue arrivals_;     // unexpected only
     size_t reindex_at_; // a list of this many elements is indexed (grows when memory denied it)
     bool wild_index_ = false; // unexpected, indexed: by_tag_ and by_src_ are kept
     void build_wild_index();

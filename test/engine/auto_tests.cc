@@ -249,3 +249,27 @@ TEST_CASE("auto: block filters skip wildcard blocks that cannot match", "[auto]"
     CHECK(r.handle == h(777));
     CHECK(r.inspected < 4096 / 4);
 }
+
+TEST_CASE("auto: a receive with both wildcards takes the oldest unexpected message in one step", "[auto]") {
+    Auto a;
+    for (int i = 0; i < 4096; ++i) {
+        a.arrive(i % 16, i, 1 + static_cast<uintptr_t>(i)); // unexpected, each its own tag
+    }
+    CHECK(a.post(5, 99999, 9000).handle == nullptr); // no match after a full walk: indexed
+    // Exact receives take the first 100 messages and one in the middle.
+    for (int i = 0; i < 100; ++i) {
+        CHECK(a.post(i % 16, i, 10000 + static_cast<uintptr_t>(i)).handle == h(1 + static_cast<uintptr_t>(i)));
+    }
+    CHECK(a.post(2000 % 16, 2000, 20000).handle == h(2001));
+    // The oldest left is message 100: taken with one comparison, not a walk
+    // past the places the taken messages held.
+    const um_match_t any = a.post(UM_ANY_SOURCE, UM_ANY_TAG, 30000);
+    CHECK(any.handle == h(101));
+    CHECK(any.inspected == 1);
+    // Arrival order holds after the taken ones: ANY_SOURCE/ANY_TAG receives
+    // and exact ones interleaved still get the oldest eligible message.
+    CHECK(a.post(UM_ANY_SOURCE, UM_ANY_TAG, 30001).handle == h(102));
+    CHECK(a.post(UM_ANY_SOURCE, 103, 30002).handle == h(104));
+    CHECK(a.post(103 % 16, UM_ANY_TAG, 30003).handle == h(104 + 16)); // 103 was taken: the next of its source
+    CHECK(a.post(UM_ANY_SOURCE, UM_ANY_TAG, 30004).handle == h(103));
+}
