@@ -3,7 +3,7 @@
 
     test/outside/mpich-suite.py MPICH_TEST_MPI_DIR [--dirs "pt2pt comm coll threads/pt2pt rma"]
                                 [--pmls "ob1 ubermatch"] [--work DIR] [--timeout S] [--jobs N]
-                                [--only NAME,...]
+                                [--only NAME,...] [--build-only]
 
 MPICH_TEST_MPI_DIR is a checkout of MPICH's `test/mpi` (the user brings it;
 nothing of it is copied into this project). The script builds each test of
@@ -20,6 +20,10 @@ WORK/logs/. pml_ucx needs `--mca pml_ucx_tls any --mca pml_ucx_devices any`
 here: the script adds them for `ucx`. For `ubermatch` it sources
 scripts/env.sh's component path (build/mca-components) when the component is
 not installed. Not part of CI: it takes 20-40 minutes for the five directories.
+--build-only builds the chosen directories' tests into WORK and runs nothing:
+WORK can then travel to a machine with the same Open MPI but no compiler or
+headers (programs already in WORK/bin are not built again). Extra MCA
+parameters go in the environment, e.g. OMPI_MCA_pml_ubermatch_threading=tailq.
 """
 import argparse
 import concurrent.futures
@@ -193,6 +197,7 @@ def main():
     ap.add_argument("--work", default=os.path.join(TOP, "build", "mpich-suite"))
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--only", default="", help="comma list of test names")
+    ap.add_argument("--build-only", action="store_true", help="build into WORK, run nothing")
     a = ap.parse_args()
     src = os.path.abspath(a.src)
     if not os.path.isdir(os.path.join(src, "util")) or not os.path.exists(os.path.join(src, "util", "mtest.c")):
@@ -221,6 +226,8 @@ def main():
                 rows.append([d, label, np, "build failed", "", why.replace("\n", " ")[:120]])
                 continue
             built += 1
+            if a.build_only:
+                continue
             res = {}
             for p in pmls:
                 log = os.path.join(a.work, "logs", f"{d.replace('/', '_')}_{name}_{i}_{p}.log")
@@ -232,6 +239,10 @@ def main():
             print(f"  [{i + 1}/{len(tests)}] {label} np {np}: " +
                   ", ".join(f"{p} {res[p][1]} ({res[p][2]:.1f} s)" for p in pmls), flush=True)
         summary.append((d, len(tests), built, counts, diffs))
+    if a.build_only:
+        for d, n, built, _, _ in summary:
+            print(f"{d}: {built} of {n} test runs built into {os.path.join(a.work, 'bin')}")
+        return
     with open(os.path.join(a.work, "results.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["dir", "test", "np"] + pmls)
