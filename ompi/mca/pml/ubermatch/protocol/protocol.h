@@ -85,6 +85,7 @@ public:
             m = reserve_.back();
             reserve_.pop_back();
             ++reserve_used_;
+            dipped_.store(true, std::memory_order_relaxed);
         }
         return m;
     }
@@ -99,6 +100,10 @@ public:
     }
     uint64_t reserve_used() const { return reserve_used_; }
     bool short_of_reserve() const { return reserve_.size() < kReserve; }
+    // Whether the reserve may need topping up, read without the pool's lock:
+    // with threads, progress asks at every round and takes the locks only then.
+    bool dipped() const { return dipped_.load(std::memory_order_relaxed); }
+    void topped_up() { dipped_.store(short_of_reserve(), std::memory_order_relaxed); }
     // One descriptor back into the reserve (outside UCX's callbacks, where
     // a burst of arrivals may have emptied it); false when none could be had.
     bool add_reserve(bool fail) noexcept {
@@ -115,6 +120,7 @@ private:
     std::vector<Message *> free_;
     std::vector<Message *> reserve_;
     uint64_t reserve_used_ = 0;
+    std::atomic<bool> dipped_{false}; // set when get() took from the reserve
 };
 
 class Protocol;
