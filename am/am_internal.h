@@ -3,7 +3,9 @@
 #ifndef AM_INTERNAL_H
 #define AM_INTERNAL_H
 #include "mpix_am.h"
+#include "ompi/mca/pml/ubermatch/pml_ubermatch_am_hooks.h"
 #include <stddef.h>
+#include <stdint.h>
 
 enum { TAG_REQ = 1, TAG_RESP = 2, TAG_RSV = 3, TAG_GRANT = 4, MAX_OPS = 64, MAX_BUFS = 16 };
 /* Per-origin system buffer at every target: a segment (input + output bytes)
@@ -81,6 +83,12 @@ typedef struct am_win {
     long long user_total, user_reserved;
     long handshakes;
     double sync_seconds;
+    /* pml/ubermatch counts the messages that arrive unexpected on comm (requests and
+     * reservations: nothing else arrives unposted) into `arrived`; the progress
+     * callback probes only when it differs from `seen`.  watched = 0: probe always. */
+    volatile uint64_t arrived;
+    uint64_t seen;
+    int watched;
     struct am_win *next;          /* list of windows served from progress */
 } am_win;
 

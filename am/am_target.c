@@ -177,21 +177,45 @@ int am_serve_any(void)
 }
 
 /* Open MPI's progress hook, found at run time so that the library also loads
- * under another MPI (there: no hook, AMs served from the epoch calls).  Low
- * priority: opal_progress runs it every 8th call, so other traffic pays little
- * for the probes (measured by the benchmark's round trip with AM windows). */
+ * under another MPI (there: no hook, AMs served from the epoch calls).  Under
+ * pml/ubermatch the PML counts what arrives unexpected on each AM window's
+ * communicator (pml_ubermatch_am_hooks.h), so the callback reads one word per
+ * window and runs at every opal_progress, right after the PML's own progress
+ * that delivered the AM; where nothing counts, it probes, at low priority
+ * (every 8th opal_progress) so that other traffic pays little for the probes. */
 typedef int (*progress_fn)(void);
 static int (*progress_register)(progress_fn), (*progress_unregister)(progress_fn);
 static int hooked;
+static const mca_pml_ubermatch_am_hooks_t *pml_hooks;
 
 static int progress_cb(void)
 {
     if (am_busy) return 0; /* our own MPI calls progress too: no re-entry */
-    am_busy++;
-    int n = 0, k;
-    while ((k = am_serve_any())) n += k;
-    am_busy--;
+    int n = 0;
+    for (am_win *w = am_windows; w; w = w->next) {
+        if (w->watched && w->arrived == w->seen) continue;
+        am_busy++;
+        w->seen = w->arrived; /* what arrives while serving moves it on: served next time */
+        while (am_serve_one(w)) n++;
+        am_busy--;
+    }
     return n;
+}
+
+/* pml/ubermatch's hooks through the MCA variable it publishes (Open MPI's
+ * mca_base_var_*, looked up like opal_progress_register_lp); NULL elsewhere. */
+static const mca_pml_ubermatch_am_hooks_t *find_pml_hooks(void)
+{
+    int (*var_find)(const char *, const char *, const char *, const char *);
+    int (*var_get)(int, const void *, void *, const char **);
+    const unsigned long long *address = NULL;
+    *(void **)&var_find = dlsym(RTLD_DEFAULT, "mca_base_var_find");
+    *(void **)&var_get = dlsym(RTLD_DEFAULT, "mca_base_var_get_value");
+    if (!var_find || !var_get) return NULL;
+    int index = var_find("ompi", "pml", "ubermatch", MCA_PML_UBERMATCH_AM_HOOKS_VAR);
+    if (index < 0 || var_get(index, &address, NULL, NULL) != 0 || !address || !*address) return NULL;
+    const mca_pml_ubermatch_am_hooks_t *h = (const void *)(uintptr_t)*address;
+    return h->version == MCA_PML_UBERMATCH_AM_HOOKS_VERSION ? h : NULL;
 }
 
 int am_progress_hooked(void)
@@ -235,18 +259,25 @@ void am_progress_attach(am_win *w)
     }
     w->next = am_windows;
     am_windows = w;
-    if (hooked || getenv("MPIX_AM_NO_PROGRESS_HOOK")) return;
+    if (getenv("MPIX_AM_NO_PROGRESS_HOOK")) return;
     if (!progress_register) {
-        *(void **)&progress_register = dlsym(RTLD_DEFAULT, "opal_progress_register_lp");
+        pml_hooks = getenv("MPIX_AM_NO_PML_HOOKS") ? NULL : find_pml_hooks();
+        *(void **)&progress_register =
+            dlsym(RTLD_DEFAULT, pml_hooks ? "opal_progress_register" : "opal_progress_register_lp");
         *(void **)&progress_unregister = dlsym(RTLD_DEFAULT, "opal_progress_unregister");
     }
-    if (progress_register && progress_unregister && progress_register(progress_cb) == 0) hooked = 1;
+    /* seen != arrived: the first callback probes for what came before the watch */
+    w->seen = w->arrived - 1;
+    w->watched = pml_hooks && pml_hooks->watch_unexpected(w->comm, &w->arrived) == 0;
+    if (!hooked && progress_register && progress_unregister && progress_register(progress_cb) == 0) hooked = 1;
 }
 
 void am_progress_detach(am_win *w)
 {
     for (am_win **p = &am_windows; *p; p = &(*p)->next)
         if (*p == w) { *p = w->next; break; }
+    if (w->watched) pml_hooks->watch_unexpected(w->comm, NULL);
+    w->watched = 0;
     if (!am_windows && hooked) {
         progress_unregister(progress_cb);
         hooked = 0;

@@ -189,6 +189,9 @@ bool Protocol::arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns)
     if (!comm.tailq) {
         store(msg);
     }
+    if (UM_UNLIKELY(comm.unexpected_watch != nullptr)) {
+        ++*comm.unexpected_watch;
+    }
     return true;
 }
 

@@ -234,6 +234,11 @@ void Protocol::comm_destroy(Comm *comm) {
     delete comm;
 }
 
+void Protocol::comm_watch(Comm *comm, volatile uint64_t *counter) {
+    Guard guard(*this);
+    comm->unexpected_watch = counter;
+}
+
 um_stats_t Protocol::comm_stats(Comm *comm) {
     Guard guard(match_lock(*comm));
     if (comm->tailq) {

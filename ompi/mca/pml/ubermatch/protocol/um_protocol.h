@@ -156,6 +156,11 @@ typedef struct um_proto_comm_facts {
 void um_proto_comm_info(um_proto_t *proto, um_proto_comm_t *comm, um_proto_comm_info_t *info);
 void um_proto_comm_destroy(um_proto_t *proto, um_proto_comm_t *comm);
 void um_proto_comm_stats(um_proto_t *proto, um_proto_comm_t *comm, um_stats_t *stats);
+/* From now on every message on comm that finds no posted receive (and so waits
+ * for a probe or receive) adds one to *counter, on the thread that progresses;
+ * NULL stops. Lets a library that serves probed messages from a progress
+ * callback look at one word instead of probing (libmpix_am). */
+void um_proto_comm_watch(um_proto_t *proto, um_proto_comm_t *comm, volatile uint64_t *counter);
 /* Held messages: out of sequence, or for communicators not created yet. */
 size_t um_proto_held(um_proto_t *proto);
 

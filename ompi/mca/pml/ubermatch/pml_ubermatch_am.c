@@ -1,0 +1,42 @@
+/*
+ * The hooks libmpix_am calls (pml_ubermatch_am_hooks.h): a counter of the
+ * messages that arrive unexpected on a communicator, so that the library's
+ * progress callback reads one word per window instead of probing (an empty
+ * MPI_Improbe costs a search and a nested opal_progress).
+ */
+#include "ompi/mca/pml/ubermatch/pml_ubermatch.h"
+#include "ompi/mca/pml/ubermatch/pml_ubermatch_am_hooks.h"
+
+#include <string.h>
+
+#include "ompi/mca/pml/base/base.h"
+
+static int watch_unexpected(void *c, volatile uint64_t *counter)
+{
+    struct ompi_communicator_t *comm = (struct ompi_communicator_t *) c;
+    um_proto_comm_t *proto;
+
+    /* The component may be loaded, and its variable found, under another PML. */
+    if (0 != strcmp(mca_pml_base_selected_component.pmlm_version.mca_component_name,
+                    "ubermatch") ||
+        NULL == comm || NULL == (proto = mca_pml_ubermatch_comm(comm))) {
+        return -1;
+    }
+    um_proto_comm_watch(mca_pml_ubermatch.proto, proto, counter);
+    return 0;
+}
+
+/* Static: its address is what the MCA variable holds. */
+static const mca_pml_ubermatch_am_hooks_t am_hooks = {
+    .version = MCA_PML_UBERMATCH_AM_HOOKS_VERSION,
+    .watch_unexpected = watch_unexpected,
+};
+static unsigned long long am_hooks_address;
+
+int mca_pml_ubermatch_register_am_hooks(void)
+{
+    am_hooks_address = (unsigned long long) (uintptr_t) &am_hooks;
+    return mca_pml_ubermatch_publish_hooks(MCA_PML_UBERMATCH_AM_HOOKS_VAR,
+                                           "Address of the hooks libmpix_am calls (internal)",
+                                           &am_hooks_address);
+}
