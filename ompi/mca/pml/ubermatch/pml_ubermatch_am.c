@@ -1,8 +1,9 @@
 /*
- * The hooks libmpix_am calls (pml_ubermatch_am_hooks.h): a counter of the
- * messages that arrive unexpected on a communicator, so that the library's
- * progress callback reads one word per window instead of probing (an empty
- * MPI_Improbe costs a search and a nested opal_progress).
+ * The hooks libmpix_am calls (pml_ubermatch_am_hooks.h): its requests and
+ * responses are taken at arrival, before matching, so that the library needs
+ * neither probes (an empty MPI_Improbe costs a search and a nested
+ * opal_progress; a found one a message object and MPI_Mrecv's copy) nor posted
+ * receives, and can wait on our progress alone.
  */
 #include "ompi/mca/pml/ubermatch/pml_ubermatch.h"
 #include "ompi/mca/pml/ubermatch/pml_ubermatch_am_hooks.h"
@@ -11,7 +12,7 @@
 
 #include "ompi/mca/pml/base/base.h"
 
-static int watch_unexpected(void *c, volatile uint64_t *counter)
+static int set_arrival(void *c, mca_pml_ubermatch_am_arrival_fn fn, void *arg)
 {
     struct ompi_communicator_t *comm = (struct ompi_communicator_t *) c;
     um_proto_comm_t *proto;
@@ -22,14 +23,15 @@ static int watch_unexpected(void *c, volatile uint64_t *counter)
         NULL == comm || NULL == (proto = mca_pml_ubermatch_comm(comm))) {
         return -1;
     }
-    um_proto_comm_watch(mca_pml_ubermatch.proto, proto, counter);
+    um_proto_comm_hook(mca_pml_ubermatch.proto, proto, (um_proto_arrival_fn) fn, arg);
     return 0;
 }
 
 /* Static: its address is what the MCA variable holds. */
 static const mca_pml_ubermatch_am_hooks_t am_hooks = {
     .version = MCA_PML_UBERMATCH_AM_HOOKS_VERSION,
-    .watch_unexpected = watch_unexpected,
+    .set_arrival = set_arrival,
+    .progress = mca_pml_ubermatch_progress,
 };
 static unsigned long long am_hooks_address;
 

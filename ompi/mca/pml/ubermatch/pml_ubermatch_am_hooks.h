@@ -9,7 +9,7 @@
 #ifndef PML_UBERMATCH_AM_HOOKS_H
 #define PML_UBERMATCH_AM_HOOKS_H
 
-#include <stdint.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,14 +22,26 @@ extern "C" {
 /* The variable's name: framework pml, component ubermatch. */
 #define MCA_PML_UBERMATCH_AM_HOOKS_VAR "am_hooks"
 
+/* Offered a message that arrived: nonzero when it took it (copied data, valid
+ * only during the call); 0 leaves it to MPI matching. data is NULL when the
+ * payload is not here yet (a rendezvous message): such a message must be left. */
+typedef int (*mca_pml_ubermatch_am_arrival_fn)(void *arg, int source, int tag, const void *data,
+                                                size_t length);
+
 typedef struct mca_pml_ubermatch_am_hooks {
     unsigned version; /* MCA_PML_UBERMATCH_AM_HOOKS_VERSION */
     /* comm: an MPI_Comm (in Open MPI, its ompi_communicator_t *). From now on
-     * every message on comm that arrives with no receive posted for it adds one
-     * to *counter, on the thread that drives progress, before opal_progress's
-     * later callbacks run; NULL stops. *counter must live until then. Returns 0,
-     * or -1 when pml/ubermatch is not the selected PML or comm is not one of its. */
-    int (*watch_unexpected)(void *comm, volatile uint64_t *counter);
+     * every message that arrives on comm (but synchronous sends) is offered to
+     * fn(arg, ...) before matching, in MPI order per source, on the thread that
+     * drives progress and before opal_progress's later callbacks run; a message
+     * fn takes never reaches a receive or probe. fn must not call MPI. NULL fn:
+     * stop. Returns 0, or -1 when pml/ubermatch is not the selected PML or comm
+     * is not one of its. */
+    int (*set_arrival)(void *comm, mca_pml_ubermatch_am_arrival_fn fn, void *arg);
+    /* Progresses pml/ubermatch alone (its rings and UCX worker: what fn is offered
+     * arrives here), as its own blocking calls do between opal_progress calls;
+     * returns what it delivered. */
+    int (*progress)(void);
 } mca_pml_ubermatch_am_hooks_t;
 
 #ifdef __cplusplus

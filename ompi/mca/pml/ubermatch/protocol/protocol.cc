@@ -234,9 +234,10 @@ void Protocol::comm_destroy(Comm *comm) {
     delete comm;
 }
 
-void Protocol::comm_watch(Comm *comm, volatile uint64_t *counter) {
+void Protocol::comm_hook(Comm *comm, um_proto_arrival_fn fn, void *arg) {
     Guard guard(*this);
-    comm->unexpected_watch = counter;
+    comm->arrival_hook = fn;
+    comm->arrival_arg = arg;
 }
 
 um_stats_t Protocol::comm_stats(Comm *comm) {
