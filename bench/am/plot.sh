@@ -18,22 +18,37 @@ header=$(sed -n 's/^# \(20[0-9-]* [0-9:]* UTC\).*/\1/p' "$run" | head -1)
 
 # segments  N  base X us (...)  excl Y us (...)  hint Z us (...)
 awk '$1 == "segments" { print $2, $4, $11, $16 }' "$run" >"$tmp/seg"
-# amv  share S  MPIX_Am A/s  MPIX_Amv(1.0) B/s  MPIX_Amv(0.8) C/s
-awk '$1 == "amv" { gsub("/s", ""); print $3, $5, $7, $9 }' "$run" >"$tmp/amv"
-[ -s "$tmp/seg" ] && [ -s "$tmp/amv" ] || { echo "plot.sh: $run has no segments or amv lines" >&2; exit 1; }
+# amv  share S  MPIX_Am A/s  MPIX_Amv(1.0) B/s  MPIX_Amv(0.8) C/s  (in millions)
+awk '$1 == "amv" { gsub("/s", ""); print $3, $5 / 1e6, $7 / 1e6, $9 / 1e6 }' "$run" >"$tmp/amv"
+if [ ! -s "$tmp/seg" ] || [ ! -s "$tmp/amv" ]; then
+    echo "plot.sh: $run has no segments or amv lines (a whole run of bench/am/run.sh 2)" >&2
+    exit 1
+fi
+
+preamble='set terminal pngcairo size 720,480 font ",11"
+set grid'
+# A gnuplot plot command: column 1 of FILE against columns 2, 3, ..., one titled line each
+# (gnuplot's enhanced text: write _ as \\_ in a title).
+plot_cmd() { # FILE TITLE...
+    local col=2 sep="plot \"$1\""
+    shift
+    for title in "$@"; do
+        printf '%s using 1:%d with linespoints title "%s"' "$sep" "$col" "$title"
+        sep=', ""'
+        col=$((col + 1))
+    done
+    echo
+}
 
 gnuplot <<EOF
-set terminal pngcairo size 720,480 font ",11"
-set grid
+$preamble
 set key top left
 set output "$out/am-segments.png"
 set title "lock + one remote-search AM + unlock (np 2, $header)"
 set logscale xy
 set xlabel "segments per AM"
 set ylabel "latency (us)"
-plot "$tmp/seg" using 1:2 with linespoints title "base", \
-     "" using 1:3 with linespoints title "exclusive lock", \
-     "" using 1:4 with linespoints title "window hint"
+$(plot_cmd "$tmp/seg" base "exclusive lock" "window hint")
 set output "$out/am-amv.png"
 set title "remote-search AMs of 16 segments per second (np 2, $header)"
 unset logscale
@@ -41,9 +56,7 @@ set key bottom left
 set xlabel "share of the maximum output generated"
 set ylabel "AMs per second (millions)"
 set yrange [0:*]
-plot "$tmp/amv" using 1:(\$2/1e6) with linespoints title "MPIX\\\\_Am", \
-     "" using 1:(\$3/1e6) with linespoints title "MPIX\\\\_Amv (1.0)", \
-     "" using 1:(\$4/1e6) with linespoints title "MPIX\\\\_Amv (0.8)"
+$(plot_cmd "$tmp/amv" 'MPIX\\_Am' 'MPIX\\_Amv (1.0)' 'MPIX\\_Amv (0.8)')
 EOF
 
 [ $# -gt 0 ] || exit 0
@@ -52,16 +65,12 @@ for f in "$@"; do
     awk '$2 == "np" { o = $4; sub("[(]", "", o) } $1 == "rate" { gsub("/s", ""); print o, $3, $5, $7, $9 }' "$f"
 done | sort -n >"$tmp/rate"
 gnuplot <<EOF
-set terminal pngcairo size 720,480 font ",11"
-set grid
+$preamble
 set key top right
 set output "$out/am-origins.png"
 set title "1-segment AMs per second in all, many origins to one target"
 set logscale y
 set xlabel "origins (np - 1)"
 set ylabel "AMs per second"
-plot "$tmp/rate" using 1:2 with linespoints title "base", \
-     "" using 1:3 with linespoints title "exclusive lock", \
-     "" using 1:4 with linespoints title "window hint", \
-     "" using 1:5 with linespoints title "MPI\\\\_Get\\\\_accumulate"
+$(plot_cmd "$tmp/rate" base "exclusive lock" "window hint" 'MPI\\_Get\\_accumulate')
 EOF
