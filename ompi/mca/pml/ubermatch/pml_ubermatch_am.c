@@ -27,18 +27,13 @@ static int set_arrival(void *c, mca_pml_ubermatch_am_arrival_fn fn, void *arg)
     return 0;
 }
 
-/* Static: its address is what the MCA variable holds. */
-static const mca_pml_ubermatch_am_hooks_t am_hooks = {
-    .version = MCA_PML_UBERMATCH_AM_HOOKS_VERSION,
-    .set_arrival = set_arrival,
-    .progress = mca_pml_ubermatch_progress,
-};
-static unsigned long long am_hooks_address;
-
 int mca_pml_ubermatch_register_am_hooks(void)
 {
-    am_hooks_address = (unsigned long long) (uintptr_t) &am_hooks;
+    static const mca_pml_ubermatch_am_hooks_t hooks = {
+        .version = MCA_PML_UBERMATCH_AM_HOOKS_VERSION,
+        .set_arrival = set_arrival,
+        .progress = mca_pml_ubermatch_progress,
+    };
     return mca_pml_ubermatch_publish_hooks(MCA_PML_UBERMATCH_AM_HOOKS_VAR,
-                                           "Address of the hooks libmpix_am calls (internal)",
-                                           &am_hooks_address);
+                                           "Address of the hooks libmpix_am calls (internal)", &hooks);
 }

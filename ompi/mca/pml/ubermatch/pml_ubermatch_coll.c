@@ -144,21 +144,16 @@ static void collective_end(struct ompi_communicator_t *comm,
     }
 }
 
-/* Static: its address is what the MCA variable holds. */
-static const mca_pml_ubermatch_coll_hooks_t coll_hooks = {
-    .version = MCA_PML_UBERMATCH_COLL_HOOKS_VERSION,
-    .collective_begin = collective_begin,
-    .collective_end = collective_end,
-};
-static unsigned long long coll_hooks_address;
-
 int mca_pml_ubermatch_register_coll_hooks(void)
 {
-    coll_hooks_address = (unsigned long long) (uintptr_t) &coll_hooks;
+    static const mca_pml_ubermatch_coll_hooks_t hooks = {
+        .version = MCA_PML_UBERMATCH_COLL_HOOKS_VERSION,
+        .collective_begin = collective_begin,
+        .collective_end = collective_end,
+    };
     return mca_pml_ubermatch_publish_hooks(
         MCA_PML_UBERMATCH_COLL_HOOKS_VAR,
-        "Address of the hooks coll/ubermatch calls around collectives (internal)",
-        &coll_hooks_address);
+        "Address of the hooks coll/ubermatch calls around collectives (internal)", &hooks);
 }
 
 void mca_pml_ubermatch_coll_construct(mca_pml_ubermatch_coll_state_t *state)

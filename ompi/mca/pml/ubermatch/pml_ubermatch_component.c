@@ -46,10 +46,18 @@ static int register_var(const char *name, const char *help, mca_base_var_type_t 
 }
 
 /* Publishes the address of hooks another DSO calls (coll/ubermatch, libmpix_am)
- * in an internal MCA variable: read-only, hidden from ompi_info and MPI_T. */
-int mca_pml_ubermatch_publish_hooks(const char *name, const char *help,
-                                    unsigned long long *address)
+ * in an internal MCA variable: read-only, hidden from ompi_info and MPI_T.
+ * hooks: static, it lives as long as the component. */
+int mca_pml_ubermatch_publish_hooks(const char *name, const char *help, const void *hooks)
 {
+    static unsigned long long addresses[2]; /* the variables' storage: one per caller */
+    static unsigned used;
+    unsigned long long *address;
+    if (used == sizeof(addresses) / sizeof(addresses[0])) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    address = &addresses[used++];
+    *address = (unsigned long long) (uintptr_t) hooks;
     int rc = mca_base_component_var_register(
         &mca_pml_ubermatch_component.pmlm_version, name, help,
         MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, 0,
