@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 /* TAG_RESP answers a batch whose origin posted a receive for it, TAG_ANSWER one
- * whose origin takes it at arrival (pml/ubermatch's hook, am_take). */
+ * whose origin takes it at arrival (pml/ubermatch's hook, am_take_answer). */
 enum { TAG_REQ = 1, TAG_RESP = 2, TAG_RSV = 3, TAG_GRANT = 4, TAG_ANSWER = 5, MAX_OPS = 64, MAX_BUFS = 16 };
 /* Per-origin system buffer at every target: a segment (input + output bytes)
  * larger than this needs an attached user buffer. */
@@ -50,7 +50,7 @@ typedef struct am_batch {
     size_t send_len, send_cap, resp_len, resp_cap;
     am_slot *slot;
     int n, slot_cap, target, fence;
-    int posted;         /* 1: req[1] receives the response; 0: taken at arrival (am_take) */
+    int posted;         /* 1: req[1] receives the response; 0: taken at arrival (am_take_answer) */
     volatile int answered; /* taken: 1 copied into resp, -1 left to matching (rendezvous) */
     struct am_batch *next;
 } am_batch;

@@ -1,5 +1,6 @@
-/* Active messages, target side: a batch is received whole, its handlers run in
- * order, and one response for the batch is sent non-blocking (its buffer kept
+/* Active messages, target side: a batch arrives whole (taken at arrival into the
+ * window's inbox under pml/ubermatch, else probed and received), its handlers run
+ * in order, and one response for the batch is sent non-blocking (its buffer kept
  * until the send completes).  Targets serve from Open MPI's progress loop, so a
  * target inside any MPI call that progresses (MPI_Recv, MPI_Wait, a collective)
  * runs AMs; under another MPI they are served from the epoch calls only. */
