@@ -17,11 +17,11 @@ enum { RESERVE, RESERVE_ALL, RELEASE };
 typedef struct { long long bytes; int kind, pad; } rsv_msg; /* RESERVE_ALL: every free byte */
 typedef struct { long long granted, total; } grant_msg;
 
-/* Target: answers a reservation message (probed by am_serve_one). */
-void am_credit_serve(am_win *w, MPI_Message *m, const MPI_Status *st)
+/* Target: answers a reservation message (received by am_serve_one). */
+void am_credit_serve(am_win *w, int source, const void *msg)
 {
     rsv_msg r;
-    PMPI_Mrecv(&r, (int)sizeof r, MPI_BYTE, m, MPI_STATUS_IGNORE);
+    memcpy(&r, msg, sizeof r);
     if (r.kind == RELEASE) {
         w->user_reserved -= r.bytes;
         return;
@@ -31,7 +31,7 @@ void am_credit_serve(am_win *w, MPI_Message *m, const MPI_Status *st)
     if (r.kind == RESERVE_ALL) g.granted = free_bytes;
     else if (r.bytes <= free_bytes) g.granted = r.bytes; /* all or nothing: no two origins hold halves */
     w->user_reserved += g.granted;
-    PMPI_Send(&g, (int)sizeof g, MPI_BYTE, st->MPI_SOURCE, TAG_GRANT, w->comm);
+    PMPI_Send(&g, (int)sizeof g, MPI_BYTE, source, TAG_GRANT, w->comm);
 }
 
 /* Origin: one reservation round trip, serving meanwhile; returns what was granted. */

@@ -3,9 +3,12 @@
 #ifndef AM_INTERNAL_H
 #define AM_INTERNAL_H
 #include "mpix_am.h"
+#include "ompi/mca/pml/ubermatch/pml_ubermatch_am_hooks.h"
 #include <stddef.h>
 
-enum { TAG_REQ = 1, TAG_RESP = 2, TAG_RSV = 3, TAG_GRANT = 4, MAX_OPS = 64, MAX_BUFS = 16 };
+/* TAG_RESP answers a batch whose origin posted a receive for it, TAG_ANSWER one
+ * whose origin takes it at arrival (pml/ubermatch's hook, am_take_answer). */
+enum { TAG_REQ = 1, TAG_RESP = 2, TAG_RSV = 3, TAG_GRANT = 4, TAG_ANSWER = 5, MAX_OPS = 64, MAX_BUFS = 16 };
 /* Per-origin system buffer at every target: a segment (input + output bytes)
  * larger than this needs an attached user buffer. */
 enum { SYSTEM_BUF_BYTES = 8192 }; /* the paper's 8 KB per peer */
@@ -19,7 +22,7 @@ enum { KIND_AM = 0, KIND_AMV = 1 };
 /* Wire: a batch is a batch_hdr, then per AM an am_hdr and its input bytes.
  * Every part is padded to 8 bytes so that handlers see aligned segments. */
 #define AM_PAD(n) (((size_t)(n) + 7u) & ~(size_t)7u)
-typedef struct { int nams, fence; } batch_hdr;
+typedef struct { int nams, fence, resp_tag, pad; } batch_hdr;
 typedef struct {
     int op, nseg;
     int in_type, out_type, p_type;  /* index in the predefined-type table, 0 = MPI_BYTE */
@@ -42,13 +45,22 @@ typedef struct {           /* an AM whose output is still to come */
 } am_slot;
 
 typedef struct am_batch {
-    MPI_Request req[2]; /* send of the batch, receive of its response */
+    MPI_Request req[2]; /* send of the batch, receive of its response (when posted) */
     char *send, *resp;
     size_t send_len, send_cap, resp_len, resp_cap;
     am_slot *slot;
     int n, slot_cap, target, fence;
+    int posted;         /* 1: req[1] receives the response; 0: taken at arrival (am_take_answer) */
+    volatile int answered; /* taken: 1 copied into resp, -1 left to matching (rendezvous) */
     struct am_batch *next;
 } am_batch;
+
+typedef struct am_rx {     /* a request or reservation taken at arrival */
+    int source, tag, here; /* here = 0: its payload was not offered (rendezvous): receive it */
+    char *buf;
+    size_t len, cap;
+    struct am_rx *next;
+} am_rx;
 
 typedef struct am_tx {     /* a response being sent by the target */
     MPI_Request req;
@@ -81,6 +93,11 @@ typedef struct am_win {
     long long user_total, user_reserved;
     long handshakes;
     double sync_seconds;
+    /* taken = 1: pml/ubermatch offers us every message on comm at arrival
+     * (pml_ubermatch_am_hooks.h): requests and reservations wait in the inbox,
+     * in arrival order, and nothing is probed; 0: probe (another PML). */
+    int taken;
+    am_rx *inbox, *inbox_tail, *rx_free;
     struct am_win *next;          /* list of windows served from progress */
 } am_win;
 
@@ -106,13 +123,15 @@ int am_credit_acquire(am_win *w, int target, long long bytes);
 void am_credit_return(am_win *w, int target, long long bytes);
 void am_credit_sync(am_win *w, int target, int epoch_ends);
 void am_credit_lock(am_win *w, int target, int exclusive);
-void am_credit_serve(am_win *w, MPI_Message *m, const MPI_Status *st);
+void am_credit_serve(am_win *w, int source, const void *msg);
+int am_take_answer(am_win *w, int source, const void *data, size_t len);
 /* target side */
 int am_serve_one(am_win *w);
 int am_serve_any(void); /* every window; returns how many it served */
 void am_wait(int n, MPI_Request *r); /* serving meanwhile */
+void am_wait_answer(am_batch *b);    /* until a taken response arrived, serving meanwhile */
 void am_tx_drain(am_win *w);
-void am_progress_attach(am_win *w);
+void am_progress_attach(am_win *w); /* collective over w->comm */
 void am_progress_detach(am_win *w);
 int am_progress_hooked(void); /* 1: AMs are served from Open MPI's progress */
 #endif

@@ -1,10 +1,12 @@
-/* Active messages, target side: a batch is received whole, its handlers run in
- * order, and one response for the batch is sent non-blocking (its buffer kept
+/* Active messages, target side: a batch arrives whole (taken at arrival into the
+ * window's inbox under pml/ubermatch, else probed and received), its handlers run
+ * in order, and one response for the batch is sent non-blocking (its buffer kept
  * until the send completes).  Targets serve from Open MPI's progress loop, so a
  * target inside any MPI call that progresses (MPI_Recv, MPI_Wait, a collective)
  * runs AMs; under another MPI they are served from the epoch calls only. */
 #include "am_internal.h"
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,30 +118,16 @@ static void run_am(am_win *w, const am_hdr *h, const char *in, char **resp, size
     *len += sizeof r + (r.status == MPI_SUCCESS ? AM_PAD(full) : 0);
 }
 
-/* Serves one batch or reservation message if one has arrived; returns 1 if it
- * did.  One probe for both tags: responses and grants never arrive unexpected
- * (their receives are posted before the request goes), so only these match. */
-int am_serve_one(am_win *w)
+/* Runs a batch's handlers in order and sends its response non-blocking. */
+static void serve_batch(am_win *w, int source, const char *msg)
 {
-    int flag, bytes;
-    MPI_Message m;
-    MPI_Status st;
-    PMPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, w->comm, &flag, &m, &st);
-    if (!flag) return 0;
-    if (st.MPI_TAG == TAG_RSV) {
-        am_credit_serve(w, &m, &st);
-        return 1;
-    }
-    PMPI_Get_count(&st, MPI_BYTE, &bytes);
-    w->rx = am_grow(w->rx, &w->rx_cap, (size_t)bytes, 1);
-    PMPI_Mrecv(w->rx, bytes, MPI_BYTE, &m, MPI_STATUS_IGNORE);
     batch_hdr bh;
-    memcpy(&bh, w->rx, sizeof bh);
+    memcpy(&bh, msg, sizeof bh);
     am_tx *t = w->tx_free;
     if (t) w->tx_free = t->next;
     else if (!(t = calloc(1, sizeof *t))) abort();
     size_t len = 0;
-    const char *p = w->rx + sizeof bh;
+    const char *p = msg + sizeof bh;
     for (int i = 0; i < bh.nams; i++) {
         am_hdr h;
         memcpy(&h, p, sizeof h);
@@ -159,11 +147,56 @@ int am_serve_one(am_win *w)
             run_amv(w, &h, in, &t->buf, &t->cap, &len);
         }
     }
-    PMPI_Isend(t->buf, (int)len, MPI_BYTE, st.MPI_SOURCE, TAG_RESP, w->comm, &t->req);
+    PMPI_Isend(t->buf, (int)len, MPI_BYTE, source, bh.resp_tag, w->comm, &t->req);
     t->next = w->tx;
     w->tx = t;
     am_tx_drain(w);
     if (bh.fence) w->served_fence++;
+}
+
+/* Receives a matched message into the window's receive buffer. */
+static const char *receive(am_win *w, MPI_Message *m, const MPI_Status *st)
+{
+    int bytes;
+    PMPI_Get_count(st, MPI_BYTE, &bytes);
+    w->rx = am_grow(w->rx, &w->rx_cap, (size_t)bytes, 1);
+    PMPI_Mrecv(w->rx, bytes, MPI_BYTE, m, MPI_STATUS_IGNORE);
+    return w->rx;
+}
+
+/* Serves one batch or reservation message if one has arrived; returns 1 if it
+ * did.  Taken at arrival: the inbox's oldest (one whose payload was not offered
+ * is the oldest of its source and tag left to matching: received with a probe
+ * for exactly that).  Else one probe for both tags: responses and grants never
+ * arrive unexpected (their receives are posted before the request goes). */
+int am_serve_one(am_win *w)
+{
+    MPI_Message m;
+    MPI_Status st;
+    const char *msg;
+    am_rx *r = w->inbox;
+    if (r) {
+        if (!(w->inbox = r->next)) w->inbox_tail = NULL;
+        st.MPI_SOURCE = r->source;
+        st.MPI_TAG = r->tag;
+        if (r->here) {
+            msg = r->buf;
+        } else {
+            PMPI_Mprobe(r->source, r->tag, w->comm, &m, &st);
+            msg = receive(w, &m, &st);
+        }
+    } else {
+        int flag = 0;
+        if (!w->taken) PMPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, w->comm, &flag, &m, &st);
+        if (!flag) return 0;
+        msg = receive(w, &m, &st);
+    }
+    if (st.MPI_TAG == TAG_RSV) am_credit_serve(w, st.MPI_SOURCE, msg);
+    else serve_batch(w, st.MPI_SOURCE, msg);
+    if (r) { /* after serving: msg may be its buffer */
+        r->next = w->rx_free;
+        w->rx_free = r;
+    }
     return 1;
 }
 
@@ -177,21 +210,70 @@ int am_serve_any(void)
 }
 
 /* Open MPI's progress hook, found at run time so that the library also loads
- * under another MPI (there: no hook, AMs served from the epoch calls).  Low
- * priority: opal_progress runs it every 8th call, so other traffic pays little
- * for the probes (measured by the benchmark's round trip with AM windows). */
+ * under another MPI (there: no hook, AMs served from the epoch calls).  Under
+ * pml/ubermatch the PML hands us each window's messages at arrival
+ * (pml_ubermatch_am_hooks.h), so the callback looks at one pointer per window
+ * and runs at every opal_progress, right after the PML's own progress that
+ * delivered the AM; elsewhere it probes, at low priority (every 8th
+ * opal_progress) so that other traffic pays little for the probes. */
 typedef int (*progress_fn)(void);
 static int (*progress_register)(progress_fn), (*progress_unregister)(progress_fn);
+static progress_fn opal_progress_fn;
 static int hooked;
+static const mca_pml_ubermatch_am_hooks_t *pml_hooks;
 
 static int progress_cb(void)
 {
     if (am_busy) return 0; /* our own MPI calls progress too: no re-entry */
-    am_busy++;
-    int n = 0, k;
-    while ((k = am_serve_any())) n += k;
-    am_busy--;
+    int n = 0;
+    for (am_win *w = am_windows; w; w = w->next) {
+        if (w->taken && !w->inbox) continue;
+        am_busy++;
+        while (am_serve_one(w)) n++;
+        am_busy--;
+    }
     return n;
+}
+
+/* pml/ubermatch's arrival hook: requests and reservations join the inbox (a
+ * rendezvous one as a place holder, left to matching), taken responses go to
+ * their batch; the rest (posted responses, grants) to matching. No MPI here. */
+static int take(void *arg, int source, int tag, const void *data, size_t len)
+{
+    am_win *w = arg;
+    if (tag == TAG_ANSWER) return am_take_answer(w, source, data, len);
+    if (tag != TAG_REQ && tag != TAG_RSV) return 0;
+    am_rx *r = w->rx_free;
+    if (r) w->rx_free = r->next;
+    else if (!(r = calloc(1, sizeof *r))) abort();
+    r->source = source;
+    r->tag = tag;
+    r->here = data != NULL;
+    if (data) {
+        r->buf = am_grow(r->buf, &r->cap, len, 1);
+        memcpy(r->buf, data, len);
+    }
+    r->next = NULL;
+    if (w->inbox_tail) w->inbox_tail->next = r;
+    else w->inbox = r;
+    w->inbox_tail = r;
+    return r->here;
+}
+
+/* pml/ubermatch's hooks through the MCA variable it publishes (Open MPI's
+ * mca_base_var_*, looked up like opal_progress_register_lp); NULL elsewhere. */
+static const mca_pml_ubermatch_am_hooks_t *find_pml_hooks(void)
+{
+    int (*var_find)(const char *, const char *, const char *, const char *);
+    int (*var_get)(int, const void *, void *, const char **);
+    const unsigned long long *address = NULL;
+    *(void **)&var_find = dlsym(RTLD_DEFAULT, "mca_base_var_find");
+    *(void **)&var_get = dlsym(RTLD_DEFAULT, "mca_base_var_get_value");
+    if (!var_find || !var_get) return NULL;
+    int index = var_find("ompi", "pml", "ubermatch", MCA_PML_UBERMATCH_AM_HOOKS_VAR);
+    if (index < 0 || var_get(index, &address, NULL, NULL) != 0 || !address || !*address) return NULL;
+    const mca_pml_ubermatch_am_hooks_t *h = (const void *)(uintptr_t)*address;
+    return h->version == MCA_PML_UBERMATCH_AM_HOOKS_VERSION ? h : NULL;
 }
 
 int am_progress_hooked(void)
@@ -200,19 +282,36 @@ int am_progress_hooked(void)
 }
 
 /* Waits for n requests inside the library.  With the hook, the progress that
- * MPI_Testall makes serves AMs (the guard is lifted around it: the callback
- * touches only the target side), one poll per iteration instead of a probe per
- * window on top; without it, serve by hand. */
+ * MPI_Waitall makes serves AMs (the guard is lifted around it: the callback
+ * touches only the target side); without it, test and serve by hand. */
 void am_wait(int n, MPI_Request *r)
 {
-    int done = 0;
-    while (!done) {
-        int busy = am_busy;
-        if (hooked) am_busy = 0;
-        PMPI_Testall(n, r, &done, MPI_STATUSES_IGNORE);
+    int busy = am_busy;
+    if (hooked) {
+        am_busy = 0;
+        PMPI_Waitall(n, r, MPI_STATUSES_IGNORE);
         am_busy = busy;
-        if (!done && !hooked) am_serve_any();
+        return;
     }
+    for (int done = 0; !done;) {
+        PMPI_Testall(n, r, &done, MPI_STATUSES_IGNORE);
+        if (!done) am_serve_any();
+    }
+}
+
+/* Waits for a response taken at arrival (only where the hooks are): drives
+ * pml/ubermatch's progress alone and the rest of Open MPI's every 64th round,
+ * as the PML's blocking calls do, serving what arrives for us meanwhile. */
+void am_wait_answer(am_batch *b)
+{
+    int busy = am_busy;
+    am_busy = 0;
+    for (unsigned round = 1; !b->answered; round++) {
+        if (round % 64) pml_hooks->progress();
+        else opal_progress_fn();
+        progress_cb();
+    }
+    am_busy = busy;
 }
 
 /* MPI_Finalize deletes MPI_COMM_SELF's attributes first: unhook before the
@@ -235,18 +334,30 @@ void am_progress_attach(am_win *w)
     }
     w->next = am_windows;
     am_windows = w;
-    if (hooked || getenv("MPIX_AM_NO_PROGRESS_HOOK")) return;
-    if (!progress_register) {
-        *(void **)&progress_register = dlsym(RTLD_DEFAULT, "opal_progress_register_lp");
-        *(void **)&progress_unregister = dlsym(RTLD_DEFAULT, "opal_progress_unregister");
+    if (!getenv("MPIX_AM_NO_PROGRESS_HOOK")) {
+        if (!progress_register) {
+            pml_hooks = getenv("MPIX_AM_NO_PML_HOOKS") ? NULL : find_pml_hooks();
+            *(void **)&progress_register =
+                dlsym(RTLD_DEFAULT, pml_hooks ? "opal_progress_register" : "opal_progress_register_lp");
+            *(void **)&progress_unregister = dlsym(RTLD_DEFAULT, "opal_progress_unregister");
+            *(void **)&opal_progress_fn = dlsym(RTLD_DEFAULT, "opal_progress");
+        }
+        if (!hooked && progress_register && progress_unregister && progress_register(progress_cb) == 0)
+            hooked = 1;
+        w->taken = hooked && pml_hooks && opal_progress_fn && pml_hooks->set_arrival(w->comm, take, w) == 0;
     }
-    if (progress_register && progress_unregister && progress_register(progress_cb) == 0) hooked = 1;
+    /* nobody sends on w->comm before every member takes its arrivals */
+    PMPI_Barrier(w->comm);
 }
 
 void am_progress_detach(am_win *w)
 {
     for (am_win **p = &am_windows; *p; p = &(*p)->next)
         if (*p == w) { *p = w->next; break; }
+    if (w->taken) pml_hooks->set_arrival(w->comm, NULL, NULL);
+    w->taken = 0;
+    for (am_rx *r = w->rx_free, *n; r; r = n) { n = r->next; free(r->buf); free(r); }
+    w->rx_free = NULL;
     if (!am_windows && hooked) {
         progress_unregister(progress_cb);
         hooked = 0;

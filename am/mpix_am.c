@@ -32,7 +32,7 @@ void *am_grow(void *p, size_t *cap, size_t need, size_t elem)
 /* Predefined types travel as an index, so the handler sees the origin's type and
  * counts; any other type travels packed, as bytes. */
 static MPI_Datatype types[16];
-static int ntypes;
+static int sizes[16], ntypes; /* sizes: MPI_Type_size's answer, asked once */
 
 static void types_init(void)
 {
@@ -43,6 +43,16 @@ static void types_init(void)
                          MPI_INT64_T, MPI_UINT64_T };
     memcpy(types, t, sizeof t);
     ntypes = (int)(sizeof t / sizeof t[0]);
+    for (int i = 0; i < ntypes; i++) PMPI_Type_size(types[i], &sizes[i]);
+}
+
+/* The size of t, whose am_type_index is index. */
+static int type_size(MPI_Datatype t, int index)
+{
+    int size;
+    if (index >= 0) return sizes[index];
+    PMPI_Type_size(t, &size);
+    return size;
 }
 
 int am_type_index(MPI_Datatype t)
@@ -118,10 +128,14 @@ void am_send_open(am_win *w, int target)
     am_batch *b = w->open[target];
     if (!b) return;
     w->open[target] = NULL;
-    batch_hdr bh = { b->n, b->fence };
+    /* taken at arrival where pml/ubermatch offers it: no receive to post, no match */
+    b->posted = !w->taken;
+    b->answered = 0;
+    batch_hdr bh = { b->n, b->fence, b->posted ? TAG_RESP : TAG_ANSWER, 0 };
     memcpy(b->send, &bh, sizeof bh);
     b->resp = am_grow(b->resp, &b->resp_cap, b->resp_len, 1);
-    PMPI_Irecv(b->resp, (int)b->resp_len, MPI_BYTE, target, TAG_RESP, w->comm, &b->req[1]);
+    if (b->posted) PMPI_Irecv(b->resp, (int)b->resp_len, MPI_BYTE, target, TAG_RESP, w->comm, &b->req[1]);
+    else b->req[1] = MPI_REQUEST_NULL;
     PMPI_Isend(b->send, (int)b->send_len, MPI_BYTE, target, TAG_REQ, w->comm, &b->req[0]);
     if (w->tail[target]) w->tail[target]->next = b;
     else w->head[target] = b;
@@ -166,10 +180,34 @@ static size_t unpack_one(am_win *w, const am_slot *s, const char *p)
     return off + AM_PAD(used);
 }
 
+/* The arrival hook's part for responses (am_target.c): the oldest batch to
+ * source still waiting for a taken response gets this one (a target answers
+ * its batches in order). A rendezvous response is left to matching and
+ * received by am_retire_oldest. Must not call MPI. */
+int am_take_answer(am_win *w, int source, const void *data, size_t len)
+{
+    am_batch *b = w->head[source];
+    while (b && (b->posted || b->answered)) b = b->next;
+    if (!b) return 0; /* none waits for it: cannot happen; matching keeps it */
+    if (!data) {
+        b->answered = -1;
+        return 0;
+    }
+    b->resp = am_grow(b->resp, &b->resp_cap, len, 1);
+    memcpy(b->resp, data, len);
+    b->answered = 1;
+    return 1;
+}
+
 /* Waits for the oldest batch to `target`, serving AMs meanwhile, and delivers it. */
 void am_retire_oldest(am_win *w, int target)
 {
     am_batch *b = w->head[target];
+    if (!b->posted) {
+        am_wait_answer(b);
+        if (b->answered < 0) /* the oldest ANSWER from target left to matching is this one */
+            PMPI_Irecv(b->resp, (int)b->resp_cap, MPI_BYTE, target, TAG_ANSWER, w->comm, &b->req[1]);
+    }
     am_wait(2, b->req);
     const char *p = b->resp;
     for (int i = 0; i < b->n; i++) {
@@ -272,10 +310,7 @@ static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, v
     if (kind == KIND_AMV && ot < 0)
         return am_fail(MPI_ERR_TYPE, "MPIX_Amv: the output datatype must be a predefined type (e.g. MPI_BYTE, "
                                      "MPI_CHAR, MPI_INT, MPI_DOUBLE)");
-    int isz, osz, psz;
-    PMPI_Type_size(in_type, &isz);
-    PMPI_Type_size(out_type, &osz);
-    PMPI_Type_size(ptype, &psz);
+    int isz = type_size(in_type, it), osz = type_size(out_type, ot), psz = type_size(ptype, pt);
     am_hdr h = { op, nseg, it < 0 ? 0 : it, ot < 0 ? 0 : ot, pt < 0 ? 0 : pt,
                  it < 0 ? in_count * isz : in_count, ot < 0 ? out_count * osz : out_count,
                  pt < 0 ? pcount * psz : pcount, in_count * isz, out_count * osz, w->pack_threshold, disp };

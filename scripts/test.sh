@@ -98,6 +98,14 @@ suite "MPI tests over TCP (UCX_TLS=tcp,self, no shared-memory rings)" test/mpi/r
 suite "fault tests (a rank killed while its peers wait on it)" test/faults/run.sh build/faults
 suite "active messages (np 4, MPIX_Am/MPIX_Amv: fence, lock/flush, PSCW, Fig. 3 detach, progress in MPI_Recv, bad input)" \
     timeout 60 mpirun -np 4 --mca pml ubermatch build/mpix_am_test
+# The same through UCX with every message a rendezvous one (pml/ubermatch's arrival
+# hook cannot take them: place holders keep their order), and without the hook (probes,
+# as under another PML).
+suite "active messages, every message a UCX rendezvous (np 4)" \
+    timeout 60 mpirun -np 4 --mca pml ubermatch --mca pml_ubermatch_shm_eager_limit 0 \
+    --mca pml_ubermatch_ucx_rndv_thresh 64 build/mpix_am_test
+suite "active messages without pml/ubermatch's arrival hook (np 4, MPIX_AM_NO_PML_HOOKS)" \
+    timeout 60 mpirun -np 4 -x MPIX_AM_NO_PML_HOOKS=1 --mca pml ubermatch build/mpix_am_test
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
 suite "matching traces: record fds (np 4), replay through every backend, bad input" replay/test-replay.sh build
 

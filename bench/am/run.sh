@@ -4,6 +4,7 @@
 #   bash bench/am/run.sh [NP] [bench arguments...]     e.g. bash bench/am/run.sh 2 --n 100000 --reps 5
 # NP ranks: the last one is the target, the others origins (oversubscribed when NP > cores).
 # AM_MPIRUN_ARGS: more mpirun arguments (e.g. "--mca mpi_yield_when_idle 0").
+# AM_BENCH: another build of the benchmark (e.g. one linked with an older libmpix_am).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench/mpi/common.sh
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/../.."
 . scripts/env.sh
 np=${1:-2}
 shift || true
-bin=build/mpix_am_bench
+bin=${AM_BENCH:-build/mpix_am_bench}
 [ -x "$bin" ] || { echo "run.sh: $bin not built (bash scripts/build.sh)" >&2; exit 1; }
 echo "# $(date -u '+%F %T UTC'), $(um_machine)"
 echo "# before: load $(cut -d' ' -f1-3 /proc/loadavg), CPUs $(um_cpu_idle_pct)% idle"

@@ -12,7 +12,9 @@ ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_SOURCES = \
 	ompi/mca/pml/ubermatch/pml_ubermatch_pvar.c \
 	ompi/mca/pml/ubermatch/pml_ubermatch_assert.c \
 	ompi/mca/pml/ubermatch/pml_ubermatch_coll_hooks.h \
-	ompi/mca/pml/ubermatch/pml_ubermatch_coll.c
+	ompi/mca/pml/ubermatch/pml_ubermatch_coll.c \
+	ompi/mca/pml/ubermatch/pml_ubermatch_am_hooks.h \
+	ompi/mca/pml/ubermatch/pml_ubermatch_am.c
 # The protocol core is C++: link with the C++ driver (automake's idiom for a
 # target whose own sources are C).
 nodist_EXTRA_ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_SOURCES = force-cxx-link.cc

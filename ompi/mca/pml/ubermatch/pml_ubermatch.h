@@ -175,6 +175,10 @@ static inline void mca_pml_ubermatch_hint(int tag, size_t bytes, struct ompi_com
  * collective message from what coll/ubermatch told (false: it told nothing
  * about this one). */
 int mca_pml_ubermatch_register_coll_hooks(void);
+/* pml_ubermatch_component.c: an internal MCA variable holding the address of hooks. */
+int mca_pml_ubermatch_publish_hooks(const char *name, const char *help, const void *hooks);
+/* pml_ubermatch_am.c: the hooks libmpix_am calls (pml_ubermatch_am_hooks.h). */
+int mca_pml_ubermatch_register_am_hooks(void);
 void mca_pml_ubermatch_coll_construct(mca_pml_ubermatch_coll_state_t *state);
 void mca_pml_ubermatch_coll_destruct(mca_pml_ubermatch_coll_state_t *state);
 bool mca_pml_ubermatch_coll_hint(struct ompi_communicator_t *comm, int tag, um_hint_t *hint);

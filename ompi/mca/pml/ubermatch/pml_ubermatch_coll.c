@@ -144,25 +144,16 @@ static void collective_end(struct ompi_communicator_t *comm,
     }
 }
 
-/* Static: its address is what the MCA variable holds. */
-static const mca_pml_ubermatch_coll_hooks_t coll_hooks = {
-    .version = MCA_PML_UBERMATCH_COLL_HOOKS_VERSION,
-    .collective_begin = collective_begin,
-    .collective_end = collective_end,
-};
-static unsigned long long coll_hooks_address;
-
 int mca_pml_ubermatch_register_coll_hooks(void)
 {
-    int rc;
-    coll_hooks_address = (unsigned long long) (uintptr_t) &coll_hooks;
-    rc = mca_base_component_var_register(
-        &mca_pml_ubermatch_component.pmlm_version, MCA_PML_UBERMATCH_COLL_HOOKS_VAR,
-        "Address of the hooks coll/ubermatch calls around collectives (internal)",
-        MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, 0,
-        MCA_BASE_VAR_FLAG_INTERNAL | MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_9,
-        MCA_BASE_VAR_SCOPE_CONSTANT, &coll_hooks_address);
-    return rc < 0 ? rc : OMPI_SUCCESS;
+    static const mca_pml_ubermatch_coll_hooks_t hooks = {
+        .version = MCA_PML_UBERMATCH_COLL_HOOKS_VERSION,
+        .collective_begin = collective_begin,
+        .collective_end = collective_end,
+    };
+    return mca_pml_ubermatch_publish_hooks(
+        MCA_PML_UBERMATCH_COLL_HOOKS_VAR,
+        "Address of the hooks coll/ubermatch calls around collectives (internal)", &hooks);
 }
 
 void mca_pml_ubermatch_coll_construct(mca_pml_ubermatch_coll_state_t *state)

@@ -45,6 +45,27 @@ static int register_var(const char *name, const char *help, mca_base_var_type_t 
                                            storage);
 }
 
+/* Publishes the address of hooks another DSO calls (coll/ubermatch, libmpix_am)
+ * in an internal MCA variable: read-only, hidden from ompi_info and MPI_T.
+ * hooks: static, it lives as long as the component. */
+int mca_pml_ubermatch_publish_hooks(const char *name, const char *help, const void *hooks)
+{
+    static unsigned long long addresses[2]; /* the variables' storage: one per caller */
+    static unsigned used;
+    unsigned long long *address;
+    if (used == sizeof(addresses) / sizeof(addresses[0])) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    address = &addresses[used++];
+    *address = (unsigned long long) (uintptr_t) hooks;
+    int rc = mca_base_component_var_register(
+        &mca_pml_ubermatch_component.pmlm_version, name, help,
+        MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, 0,
+        MCA_BASE_VAR_FLAG_INTERNAL | MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_CONSTANT, address);
+    return rc < 0 ? rc : OMPI_SUCCESS;
+}
+
 /* A string, not an enum: an unknown name then reaches our own check, whose
  * message lists the valid names (Open MPI 4.1's enum error is unreadable). */
 static int register_backend(void)
@@ -218,6 +239,10 @@ static int mca_pml_ubermatch_component_register(void)
     }
 
     rc = mca_pml_ubermatch_register_coll_hooks();
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    rc = mca_pml_ubermatch_register_am_hooks();
     if (OPAL_SUCCESS != rc) {
         return rc;
     }

@@ -152,6 +152,12 @@ bool Protocol::accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns)
 }
 
 bool Protocol::arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns) {
+    if (UM_UNLIKELY(comm.arrival_hook != nullptr) && !(msg->hdr.flags & kFlagSync) &&
+        comm.arrival_hook(comm.arrival_arg, msg->hdr.source, msg->hdr.tag,
+                          msg->rndv || msg->lost ? nullptr : msg->data, msg->length)) {
+        free_message(msg); // taken: its data was copied (never a rendezvous one)
+        return false;
+    }
     um_hint_t hint{};
     hint.coll = msg->hdr.coll;
     hint.msg_size = static_cast<uint32_t>(std::min<size_t>(msg->length, UINT32_MAX));

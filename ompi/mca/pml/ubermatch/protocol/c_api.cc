@@ -136,6 +136,11 @@ void um_proto_comm_stats(um_proto_t *proto, um_proto_comm_t *comm, um_stats_t *s
     *stats = cxx(proto)->comm_stats(cxx(comm));
 }
 
+void um_proto_comm_hook(um_proto_t *proto, um_proto_comm_t *comm, um_proto_arrival_fn fn,
+                        void *arg) {
+    cxx(proto)->comm_hook(cxx(comm), fn, arg);
+}
+
 size_t um_proto_held(um_proto_t *proto) { return cxx(proto)->held(); }
 
 void um_proto_faults(um_proto_t *proto, um_proto_faults_t *faults) { *faults = cxx(proto)->faults(); }

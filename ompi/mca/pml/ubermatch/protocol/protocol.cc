@@ -242,6 +242,12 @@ void Protocol::comm_destroy(Comm *comm) {
     delete comm;
 }
 
+void Protocol::comm_hook(Comm *comm, um_proto_arrival_fn fn, void *arg) {
+    Guard guard(*this);
+    comm->arrival_hook = fn;
+    comm->arrival_arg = arg;
+}
+
 um_stats_t Protocol::comm_stats(Comm *comm) {
     Guard guard(match_lock(*comm));
     if (comm->tailq) {

@@ -175,6 +175,9 @@ struct Comm {
     std::vector<uint32_t> send_seq; // next sequence number to each destination
     std::vector<uint32_t> recv_seq; // next expected from each source
     std::unordered_map<uint64_t, Message *> early; // out of sequence, by (source, seq)
+    // Offered every arrival before matching (um_proto_comm_hook); null: none.
+    um_proto_arrival_fn arrival_hook = nullptr;
+    void *arrival_arg = nullptr;
 
     int post_recv(um_proto_recv_t *recv, um_match_t *out) {
         return tailq ? tailq->post_recv(recv->source, recv->tag, recv->hint, recv, out)
@@ -270,6 +273,7 @@ public:
     um_proto_comm_info_t comm_info(Comm *comm);
     void comm_destroy(Comm *comm);
     um_stats_t comm_stats(Comm *comm);
+    void comm_hook(Comm *comm, um_proto_arrival_fn fn, void *arg);
     void comm_dump(Comm *comm, FILE *out);
     size_t held();
     um_proto_shm_counts_t shm_counts() const { return shm_counts_; }

@@ -156,6 +156,19 @@ typedef struct um_proto_comm_facts {
 void um_proto_comm_info(um_proto_t *proto, um_proto_comm_t *comm, um_proto_comm_info_t *info);
 void um_proto_comm_destroy(um_proto_t *proto, um_proto_comm_t *comm);
 void um_proto_comm_stats(um_proto_t *proto, um_proto_comm_t *comm, um_stats_t *stats);
+/* From now on every message that arrives on comm is offered, in MPI order per
+ * source, before matching: fn(arg, source, tag, data, length) returns nonzero
+ * when it took the message (copied the data, which is valid only during the
+ * call), which then never reaches a receive or probe; 0 leaves it to matching.
+ * data is NULL when the payload is not here (rendezvous, or lost to an
+ * allocation failure): such a message cannot be taken. Synchronous sends are
+ * not offered. fn runs on the thread that progresses, inside the core: it must
+ * not call MPI. NULL fn: no hook. For a library that receives its own
+ * traffic on a private communicator without probes (libmpix_am). */
+typedef int (*um_proto_arrival_fn)(void *arg, int32_t source, int32_t tag, const void *data,
+                                   size_t length);
+void um_proto_comm_hook(um_proto_t *proto, um_proto_comm_t *comm, um_proto_arrival_fn fn,
+                        void *arg);
 /* Held messages: out of sequence, or for communicators not created yet. */
 size_t um_proto_held(um_proto_t *proto);
 
