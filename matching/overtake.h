@@ -54,7 +54,10 @@ private:
     const char *const name_;
 };
 
-// The table of the registry's overtake backends: the faster measured (docs/relaxed.md).
+// The table of the registry's overtake backends (docs/relaxed.md): linear
+// probing. At 1024 random keys the two tables are within 4-11 % (two-level
+// ahead); at 8192 linear probing is 2x faster (the two-level stash grows) in a
+// third of the memory.
 inline constexpr const char *kOvertakeTable = "open";
 
 // "open" or "two-level" (overtake_table.h); nullptr for another name.
