@@ -8,16 +8,19 @@ using overtake::kMessage;
 using overtake::make_key;
 using overtake::Slot;
 
+// The slot's own element goes first and the stack's top takes its place, so a
+// later element of the key never goes before one a probe has named (a probe
+// and the receive after it agree, as MPI has them).
 template <class Table>
 void *OvertakeEngine<Table>::take(Slot *s) {
-    if (Entry *e = s->more) {
-        s->more = e->q.next;
-        void *handle = e->handle;
-        pool_.put(e);
-        return handle;
-    }
     void *handle = s->handle;
-    table_.erase(s);
+    if (Entry *e = s->more) {
+        s->handle = e->handle;
+        s->more = e->q.next;
+        pool_.put(e);
+    } else {
+        table_.erase(s);
+    }
     return handle;
 }
 
@@ -86,14 +89,8 @@ bool OvertakeEngine<Table>::do_cancel(int32_t source, int32_t tag, void *request
     if (s == nullptr || s->key != k) {
         return false;
     }
-    if (s->handle == request) { // the stack's top takes its place
-        if (Entry *e = s->more) {
-            s->handle = e->handle;
-            s->more = e->q.next;
-            pool_.put(e);
-        } else {
-            table_.erase(s);
-        }
+    if (s->handle == request) {
+        take(s);
         return true;
     }
     for (Entry **link = &s->more; *link != nullptr; link = &(*link)->q.next) {

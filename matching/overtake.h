@@ -45,7 +45,7 @@ private:
     // set, queues `handle` under `put` (the same key, the other kind).
     Found match(uint64_t want, uint64_t put, void *handle, bool queue);
     // The element take() would remove next.
-    static void *top(const overtake::Slot &s) { return s.more != nullptr ? s.more->handle : s.handle; }
+    static void *top(const overtake::Slot &s) { return s.handle; }
     void *take(overtake::Slot *s);
 
     Table table_;

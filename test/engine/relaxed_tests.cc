@@ -179,12 +179,18 @@ TEST_CASE("overtake takes each element of its key once, in any order, at no dept
             }
             std::sort(left.begin(), left.end());
             CHECK(left == std::vector<void *>{h(10), h(11)});
-            // Probe names the message a receive then takes.
+            // Probe names the message a receive then takes, even when more of
+            // the key arrive in between.
             REQUIRE(arrive(*e, 5, 1, 600) == UM_OK);
             REQUIRE(arrive(*e, 5, 1, 601) == UM_OK);
             um_match_t p{};
             REQUIRE(e->probe(5, 1, kP2P, &p) == UM_OK);
+            REQUIRE(arrive(*e, 5, 1, 602) == UM_OK);
             REQUIRE(post(*e, 5, 1, 20, &m) == UM_OK);
+            CHECK(m == p.handle);
+            REQUIRE(e->probe(5, 1, kP2P, &p) == UM_OK);
+            REQUIRE(arrive(*e, 5, 1, 603) == UM_OK);
+            REQUIRE(post(*e, 5, 1, 21, &m) == UM_OK);
             CHECK(m == p.handle);
         }
     }
