@@ -11,8 +11,8 @@
 // awaits.
 //
 // The engine is a template over the table (overtake_table.h); the registry's
-// `overtake` uses the faster one measured, the other stays for the benchmark
-// and the tests (make_overtake_engine).
+// `overtake` uses linear probing (kOvertakeTable, chosen by measurement), the
+// other stays for the benchmark and the tests (make_overtake_engine).
 #ifndef UBERMATCH_MATCHING_OVERTAKE_H
 #define UBERMATCH_MATCHING_OVERTAKE_H
 

@@ -8,7 +8,10 @@
 //                 (Jenkins' hash, half full, measured 1.25x slower: the backward
 //                 shift rehashes every slot it moves), deletion by backward
 //                 shift (no tombstones); a miss ends at the empty slot where
-//                 the key then goes.
+//                 the key then goes. SmallMap (smallmap.h) probes the same
+//                 way; it is not reused because its keys are 32-bit, it
+//                 searches again to insert and erases by key, and its separate
+//                 "used" flag makes a slot 40 bytes here instead of 24.
 //  TwoLevelTable  seed 001's table (Klenk et al., section C): a direct-mapped
 //                 primary table five times the size of a direct-mapped
 //                 secondary one, both indexed by Jenkins' 32-bit 6-shift hash.
