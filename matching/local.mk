@@ -49,4 +49,5 @@ include_HEADERS += matching/ubermatch_engine.h
 # Issue 14: relaxed backends for communicators with MPI-4 matching assertions.
 matching_libubermatch_matching_la_SOURCES += \
 	matching/nosource.h matching/nosource.cc \
-	matching/exact.h matching/exact.cc
+	matching/exact.h matching/exact.cc \
+	matching/overtake_table.h matching/overtake.h matching/overtake.cc

@@ -7,6 +7,7 @@
 #include "matching/fuzzy.h"
 #include "matching/list.h"
 #include "matching/nosource.h"
+#include "matching/overtake.h"
 #include "matching/perpeer.h"
 #include "matching/vector.h"
 
@@ -100,6 +101,14 @@ const std::vector<Backend> &table() {
      [](int32_t n, const um_params_t &) -> std::unique_ptr<Engine> {
          return std::make_unique<ExactEngine>(n, true);
      }, "mpi_assert_no_any_source,mpi_assert_no_any_tag,ubermatch_no_unexpected"},
+    {"overtake", "one hash table from (source, tag) to its elements, any of which may be taken (mpi_assert_allow_overtaking + mpi_assert_no_any_source + mpi_assert_no_any_tag)",
+     [](int32_t n, const um_params_t &) {
+         return make_overtake_engine(kOvertakeTable, n, false, "overtake");
+     }, "mpi_assert_no_any_source,mpi_assert_no_any_tag,mpi_assert_allow_overtaking"},
+    {"overtake-nounexp", "overtake, and an arrival no receive awaits is refused (mpi_assert_allow_overtaking + mpi_assert_no_any_source + mpi_assert_no_any_tag + ubermatch_no_unexpected)",
+     [](int32_t n, const um_params_t &) {
+         return make_overtake_engine(kOvertakeTable, n, true, "overtake-nounexp");
+     }, "mpi_assert_no_any_source,mpi_assert_no_any_tag,mpi_assert_allow_overtaking,ubermatch_no_unexpected"},
     };
     return kBackends;
 }

@@ -6,12 +6,16 @@
 // post_recv/...: the same with the unexpected queue and a receive.
 // sources: 1 = every element from source 0 (tags differ); 1024 = elements
 // spread round-robin over 1024 sources.
+// random/<backend>/shape/depth (issue 14): see BM_random.
 #include <benchmark/benchmark.h>
+
+#include <random>
 
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "matching/overtake.h"
 #include "matching/registry.h"
 #include "matching/simd/dispatch.h"
 
@@ -35,14 +39,40 @@ void check(int rc) {
     }
 }
 
-// A backend, or a SIMD backend with one kernel ("vector@avx2").
+// A backend, a SIMD backend with one kernel ("vector@avx2"), or the
+// overtaking engine with one of its tables ("overtake@two-level").
 struct Variant {
     std::string name;
     std::string backend;
     um_params_t params;
+    const char *table = nullptr;
 };
 
-std::unique_ptr<Engine> make(const Variant &v) { return make_engine(v.backend, kCommSize, v.params); }
+// No matching at all: a receive is "queued", a message "takes" one. Its
+// random/null/unexpected:0 is the floor that the engine interface (the
+// checks, the statistics, a virtual call) and the benchmark's loop set.
+class NullEngine final : public Engine {
+public:
+    NullEngine() : Engine(kCommSize) {}
+    const char *name() const override { return "null"; }
+
+protected:
+    Found do_post_recv(int32_t, int32_t, const um_hint_t &, void *) override { return {nullptr, 1}; }
+    Found do_arrive(int32_t, int32_t, const um_hint_t &, void *m) override { return {m, 1}; }
+    Found do_probe(int32_t, int32_t, const um_hint_t &, bool) override { return {}; }
+    bool do_cancel(int32_t, int32_t, void *) override { return false; }
+    void visit(const Visitor &) const override {}
+    uint64_t queues_allocated() const override { return 0; }
+    uint64_t bytes_used() const override { return 0; }
+};
+
+std::unique_ptr<Engine> make(const Variant &v) {
+    if (v.backend == "null") {
+        return std::make_unique<NullEngine>();
+    }
+    return v.table != nullptr ? make_overtake_engine(v.table, kCommSize, false, v.backend.c_str())
+                              : make_engine(v.backend, kCommSize, v.params);
+}
 
 void BM_arrive(benchmark::State &state, const Variant &v) {
     const int64_t sources = state.range(0);
@@ -97,6 +127,63 @@ void BM_post_recv(benchmark::State &state, const Variant &v) {
         state.SkipWithError("the last arrived message did not match");
     }
     state.counters["inspected"] = m.inspected;
+    state.counters["bytes"] = static_cast<double>(e->stats().bytes);
+}
+
+// random/<backend>/shape:S/depth:D: seed 001's hash-table experiment on one
+// core. The posted queue (shape 0; shape 1: the unexpected queue) holds D
+// elements with random keys (source of 1024, tag of 65536); each iteration a
+// message (a receive) for one of them, chosen at random, takes it and an
+// element with a fresh random key takes its place: one match, so items/s is
+// matches/s. The keys come from tables made before timing.
+void BM_random(benchmark::State &state, const Variant &v) {
+    constexpr size_t kKeys = size_t{1} << 16;
+    const bool unexpected = state.range(0) != 0;
+    const auto depth = static_cast<uint32_t>(state.range(1));
+    struct Key {
+        int32_t source;
+        int32_t tag;
+    };
+    std::mt19937 rng(14);
+    std::vector<Key> fresh(kKeys);
+    std::vector<uint32_t> pick(kKeys);
+    for (size_t i = 0; i < kKeys; ++i) {
+        fresh[i] = {static_cast<int32_t>(rng() % kCommSize), static_cast<int32_t>(rng() % 65536)};
+        pick[i] = static_cast<uint32_t>(rng() % depth);
+    }
+    auto e = make(v);
+    const um_hint_t hint{};
+    um_match_t m{};
+    // queue(): the element that waits; take(): the one that matches it.
+    const auto queue = [&](const Key &k) {
+        return unexpected ? e->arrive(k.source, k.tag, hint, h(2), &m)
+                          : e->post_recv(k.source, k.tag, hint, h(1), &m);
+    };
+    const auto take = [&](const Key &k) {
+        return unexpected ? e->post_recv(k.source, k.tag, hint, h(1), &m)
+                          : e->arrive(k.source, k.tag, hint, h(2), &m);
+    };
+    std::vector<Key> live(fresh.begin(), fresh.begin() + depth);
+    for (const Key &k : live) {
+        if (queue(k) != UM_OK) { // the -nounexp backends queue no message
+            state.SkipWithError("the backend refuses to queue this shape's elements");
+            return;
+        }
+    }
+    uint64_t matched = 0;
+    size_t i = depth;
+    for (auto _ : state) {
+        Key &k = live[pick[i % kKeys]];
+        take(k);
+        matched += m.handle != nullptr;
+        k = fresh[i % kKeys];
+        queue(k);
+        ++i;
+    }
+    if (matched != static_cast<uint64_t>(state.iterations())) {
+        state.SkipWithError("an element did not match");
+    }
+    state.SetItemsProcessed(state.iterations());
     state.counters["bytes"] = static_cast<double>(e->stats().bytes);
 }
 
@@ -181,6 +268,18 @@ void one_source_depths(benchmark::internal::Benchmark *b) {
     b->ArgNames({"sources", "depth"});
 }
 
+void random_shapes(benchmark::internal::Benchmark *b, bool posted_only) {
+    for (int64_t unexpected : {0, 1}) {
+        if (unexpected != 0 && posted_only) {
+            continue;
+        }
+        for (int64_t depth : {16, 1024, 8192}) {
+            b->Args({unexpected, depth});
+        }
+    }
+    b->ArgNames({"unexpected", "depth"});
+}
+
 void hole_shapes(benchmark::internal::Benchmark *b) {
     for (int64_t compact : {0, 1}) {
         for (int64_t live : {16, 128}) {
@@ -215,9 +314,18 @@ int main(int argc, char **argv) {
     }
     const size_t defaults = variants.size();
     variants.insert(variants.end(), other_kernels.begin(), other_kernels.end());
+    for (const char *table : {overtake::OpenTable::kName, overtake::TwoLevelTable::kName}) {
+        variants.push_back({std::string("overtake@") + table, "overtake", default_params(), table});
+    }
+    variants.push_back({"null", "null", default_params(), ""}); // random only
 
     for (size_t i = 0; i < variants.size(); ++i) {
         const Variant &v = variants[i];
+        random_shapes(benchmark::RegisterBenchmark(("random/" + v.name).c_str(), BM_random, v),
+                      v.backend == "null"); // null matches only arrivals
+        if (v.table != nullptr) {
+            continue;
+        }
         if (i >= defaults) { // the kernels compared on one panel: arrive, one source
             benchmark::RegisterBenchmark(("arrive/" + v.name).c_str(), BM_arrive, v)
                 ->Apply(one_source_depths);

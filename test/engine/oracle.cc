@@ -98,4 +98,29 @@ int Oracle::cancel(int32_t source, int32_t, void *request, bool *removed) {
     return UM_OK;
 }
 
+bool Oracle::holds(bool posted, int32_t source, int32_t tag) const {
+    for (const OracleEntry &e : posted ? posted_ : unexpected_) {
+        if (e.source == source && e.tag == tag) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool Oracle::find(bool posted, int32_t source, int32_t tag, const void *handle, bool remove) {
+    std::vector<OracleEntry> &q = posted ? posted_ : unexpected_;
+    for (size_t i = 0; i < q.size(); ++i) {
+        if (q[i].handle == handle) {
+            if (q[i].source != source || q[i].tag != tag) {
+                return false;
+            }
+            if (remove) {
+                q.erase(q.begin() + static_cast<std::ptrdiff_t>(i));
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
 } // namespace ubermatch::test

@@ -28,6 +28,12 @@ public:
     int probe(int32_t source, int32_t tag, bool remove, void **matched);
     int cancel(int32_t source, int32_t tag, void *request, bool *removed);
 
+    // For engines that may take any element of a key (overtaking): is an
+    // element of exactly (source, tag) queued; is the element `handle` queued
+    // with exactly that key (then removed when `remove`).
+    bool holds(bool posted, int32_t source, int32_t tag) const;
+    bool find(bool posted, int32_t source, int32_t tag, const void *handle, bool remove);
+
     const std::vector<OracleEntry> &posted() const { return posted_; }
     const std::vector<OracleEntry> &unexpected() const { return unexpected_; }
 

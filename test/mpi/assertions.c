@@ -4,14 +4,18 @@
  *
  * Under any PML: communicators made with each assertion (MPI_Comm_dup_with_info,
  * MPI_Comm_split_type with info, MPI_Comm_set_info) carry point-to-point traffic in
- * MPI order (receives pre-posted, 5 tags) and collectives (whose internal traffic may
- * use wildcards the user may not).
+ * MPI order (receives pre-posted, 5 tags; and, without ubermatch_no_unexpected, sent
+ * before the receives) and collectives (whose internal traffic may use wildcards the
+ * user may not). Under mpi_assert_allow_overtaking messages of one (source, tag) may
+ * arrive in any order: each must arrive once, with its content, at a receive of its
+ * tag (the multiset is checked, not the order).
  *
  * Under pml/ubermatch with pml_ubermatch_assertions honour (the default; read through
  * MPI_T control variables), also:
  *  - the performance variable pml_ubermatch_relaxed says that the relaxed engine the
  *    assertions allow was chosen (3 no_any_source with no_any_tag, +4 with
- *    ubermatch_no_unexpected; 1 and 5 for no_any_source without no_any_tag only with
+ *    ubermatch_no_unexpected; + 8 with mpi_assert_allow_overtaking as well, the overtake
+ *    engines; 1 and 5 for no_any_source without no_any_tag only with
  *    pml_ubermatch_assertions all; 0 where no relaxed engine fits), also after
  *    MPI_Comm_set_info sets and clears assertions;
  *  - an MPI_ANY_SOURCE receive, nonblocking receive or probe on a no_any_source
@@ -93,33 +97,59 @@ static void expect_relaxed(MPI_Comm comm, unsigned long long want, const char *w
     checks++;
 }
 
+/* Receive i got buf[i] of message 1000 + i: in MPI order, or, with overtaking
+ * allowed, some message of its tag, each message once (so the multiset is right). */
+static void check_received(const int *buf, int any_order, const char *what)
+{
+    char seen[MSGS] = {0};
+    for (int i = 0; i < MSGS; i++) {
+        const int k = buf[i] - 1000;
+        if (!any_order) {
+            CHECK(k == i, "%s: receive %d got %d (MPI order broken)", what, i, buf[i]);
+            continue;
+        }
+        CHECK(k >= 0 && k < MSGS && k % TAGS == i % TAGS && !seen[k],
+              "%s: receive %d (tag %d) got %d: not a message of its tag, or one received twice",
+              what, i, i % TAGS, buf[i]);
+        seen[k] = 1;
+    }
+}
+
 /* MSGS messages 1 -> 0 with tags i % TAGS, receives posted first (so none is
- * unexpected), then an allreduce and a barrier on comm. */
-static void traffic(MPI_Comm comm, const char *what)
+ * unexpected; unexpected_first: sent first, so most are), then an allreduce on comm. */
+static void traffic_of(MPI_Comm comm, int any_order, int unexpected_first, const char *what)
 {
     int buf[MSGS], sum = 0, one = 1;
     MPI_Request r[MSGS];
-    if (mt_rank == 0) {
+    if (mt_rank == 0 && !unexpected_first) {
         for (int i = 0; i < MSGS; i++)
             MPI_CHECK(MPI_Irecv(&buf[i], 1, MPI_INT, 1, i % TAGS, comm, &r[i]));
     }
-    MPI_CHECK(MPI_Barrier(comm));
+    if (!unexpected_first)
+        MPI_CHECK(MPI_Barrier(comm));
     if (mt_rank == 1) {
         for (int i = 0; i < MSGS; i++)
             buf[i] = 1000 + i;
         for (int i = 0; i < MSGS; i++)
             MPI_CHECK(MPI_Isend(&buf[i], 1, MPI_INT, 0, i % TAGS, comm, &r[i]));
     }
+    if (unexpected_first) {
+        MPI_CHECK(MPI_Barrier(comm));
+        if (mt_rank == 0) {
+            for (int i = 0; i < MSGS; i++)
+                MPI_CHECK(MPI_Irecv(&buf[i], 1, MPI_INT, 1, i % TAGS, comm, &r[i]));
+        }
+    }
     if (mt_rank <= 1)
         MPI_CHECK(MPI_Waitall(MSGS, r, MPI_STATUSES_IGNORE));
-    if (mt_rank == 0) {
-        for (int i = 0; i < MSGS; i++)
-            CHECK(buf[i] == 1000 + i, "%s: receive %d got %d (MPI order broken)", what, i, buf[i]);
-    }
+    if (mt_rank == 0)
+        check_received(buf, any_order, what);
     MPI_CHECK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm));
     CHECK(sum == mt_size, "%s: allreduce %d", what, sum);
     checks++;
 }
+
+static void traffic(MPI_Comm comm, const char *what) { traffic_of(comm, 0, 0, what); }
 
 static void expect_error(int rc, int cls_want, const char *call)
 {
@@ -193,7 +223,7 @@ static void unexpected_arrival(MPI_Comm comm, unsigned long long relaxed, const 
         CHECK(v == 77, "%s: unexpected message carried %d", what, v);
         checks++;
     }
-    traffic(comm, what); /* and the communicator goes on */
+    traffic_of(comm, (relaxed & 8) != 0, 0, what); /* and the communicator goes on */
 }
 
 int main(int argc, char **argv)
@@ -206,6 +236,9 @@ int main(int argc, char **argv)
         {"mpi_assert_no_any_source,mpi_assert_no_any_tag", 3},
         {"mpi_assert_no_any_source,ubermatch_no_unexpected", 5},
         {"mpi_assert_no_any_source,mpi_assert_no_any_tag,ubermatch_no_unexpected", 7},
+        {"mpi_assert_no_any_source,mpi_assert_no_any_tag,mpi_assert_allow_overtaking", 11},
+        {"mpi_assert_no_any_source,mpi_assert_no_any_tag,mpi_assert_allow_overtaking,"
+         "ubermatch_no_unexpected", 15},
         {"mpi_assert_no_any_tag", 0},
         {"mpi_assert_allow_overtaking", 0},
         {"mpi_assert_exact_length", 0},
@@ -228,6 +261,8 @@ int main(int argc, char **argv)
         MPI_Comm comm;
         const int no_src = strstr(cases[c].keys, "no_any_source") != NULL;
         const int no_tag = strstr(cases[c].keys, "no_any_tag") != NULL;
+        const int any_order = strstr(cases[c].keys, "allow_overtaking") != NULL;
+        const int no_unexp = strstr(cases[c].keys, "ubermatch_no_unexpected") != NULL;
         MPI_CHECK(MPI_Info_create(&info));
         snprintf(keys, sizeof keys, "%s", cases[c].keys);
         for (char *k = strtok_r(keys, ",", &save); k; k = strtok_r(NULL, ",", &save))
@@ -239,7 +274,9 @@ int main(int argc, char **argv)
                 MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, mt_rank, info, &comm));
             MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
             expect_relaxed(comm, cases[c].relaxed, cases[c].keys);
-            traffic(comm, cases[c].keys);
+            traffic_of(comm, any_order, 0, cases[c].keys);
+            if (!no_unexp)
+                traffic_of(comm, any_order, 1, cases[c].keys);
             misuse(comm, no_src, no_tag, cases[c].keys);
             if (how == 0 && (cases[c].relaxed & 4))
                 unexpected_arrival(comm, cases[c].relaxed, cases[c].keys);

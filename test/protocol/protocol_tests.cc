@@ -12,6 +12,24 @@
 #include <vector>
 
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
+#include "ompi/mca/pml/ubermatch/protocol/protocol.h"
+
+namespace ubermatch::protocol {
+// Feeds a core an eager arrival as a shared-memory ring's record would, with
+// any sequence number: a message overtaken on its way, deterministically.
+struct ProtocolTestAccess {
+    static void arrive(um_proto_t *p, uint32_t cid, int32_t source, int32_t tag, uint32_t seq,
+                       const int &payload) {
+        shm::RecordHeader r{};
+        r.length = sizeof payload;
+        r.cid = cid;
+        r.source = source;
+        r.tag = tag;
+        r.seq = seq;
+        REQUIRE(reinterpret_cast<Protocol *>(p)->ring_arrival(r, &payload));
+    }
+};
+} // namespace ubermatch::protocol
 
 namespace {
 
@@ -519,6 +537,67 @@ TEST_CASE("protocol: an arrival before its receive under no-unexpected is kept",
 // in the other. Receive k asks for (0, k % 3) when k is even, (ANY_SOURCE,
 // k % 3) when odd: MPI's order gives it message k, whatever the interleaving
 // (a receive or message that overtook another would get or give another k).
+// Under mpi_assert_allow_overtaking (engine overtake) a message of the user's
+// traffic that arrives ahead of its turn is matched at once; a communicator of
+// ordered matching (exact) holds it until the one before it has arrived. The
+// count goes on right for both: later messages, Open MPI's too, are in turn.
+TEST_CASE("protocol: an overtaking communicator matches an arrival ahead of its turn at once",
+          "[protocol][relaxed]") {
+    using ubermatch::protocol::ProtocolTestAccess;
+    Pair p;
+    for (const char *backend : {"exact", "overtake"}) {
+        DYNAMIC_SECTION(backend) {
+            const bool overtaking = std::strcmp(backend, "overtake") == 0;
+            const uint32_t cid = overtaking ? 31 : 30;
+            um_proto_comm_t *cb = p.comm(p.b, cid, backend);
+            CHECK(((info_of(p.b, cb).relaxed & UM_PROTO_ASSERT_ALLOW_OVERTAKING) != 0) == overtaking);
+            int first = 0, second = 0, third = 0;
+            Op r1, r2, r3;
+            REQUIRE(p.post(cb, 0, 5, &second, sizeof second, r2) == UM_PROTO_OK);
+            ProtocolTestAccess::arrive(p.b, cid, 0, 5, 1, 41); // number 1 before number 0
+            CHECK(r2.done == overtaking);
+            CHECK(um_proto_held(p.b) == (overtaking ? 0u : 1u));
+            ProtocolTestAccess::arrive(p.b, cid, 0, 6, 0, 40); // number 0: unexpected
+            CHECK(r2.done);
+            CHECK(second == 41);
+            CHECK(um_proto_held(p.b) == 0);
+            REQUIRE(p.post(cb, 0, 6, &first, sizeof first, r1) == UM_PROTO_OK);
+            CHECK(r1.done);
+            CHECK(first == 40);
+            REQUIRE(p.post(cb, 0, 5, &third, sizeof third, r3) == UM_PROTO_OK);
+            ProtocolTestAccess::arrive(p.b, cid, 0, 5, 2, 42); // in turn
+            CHECK(r3.done);
+            CHECK(third == 42);
+            // Open MPI's own traffic is never overtaken: it is matched only in turn,
+            // so this shows that the count stepped over number 1.
+            int coll = 0;
+            Op r4;
+            REQUIRE(p.post(cb, 0, -16, &coll, sizeof coll, r4) == UM_PROTO_OK);
+            ProtocolTestAccess::arrive(p.b, cid, 0, -16, 3, 43);
+            CHECK(r4.done);
+            CHECK(coll == 43);
+            CHECK(um_proto_held(p.b) == 0);
+            // One more ahead of its turn (number 5), and the communicator goes: what it
+            // held is freed, and a marker is nothing to free.
+            Op r5;
+            int fifth = 0;
+            REQUIRE(p.post(cb, 0, 5, &fifth, sizeof fifth, r5) == UM_PROTO_OK);
+            ProtocolTestAccess::arrive(p.b, cid, 0, 5, 5, 45);
+            CHECK(r5.done == overtaking);
+            CHECK(um_proto_held(p.b) == (overtaking ? 0u : 1u));
+            if (!overtaking) {
+                int cancelled = 0;
+                REQUIRE(um_proto_cancel(p.b, cb, &r5.recv, &cancelled) == UM_PROTO_OK);
+                CHECK(cancelled == 1); // its message is held, not matched
+            }
+            p.comms.erase(std::find_if(p.comms.begin(), p.comms.end(),
+                                       [cb](const auto &c) { return c.second == cb; }));
+            um_proto_comm_destroy(p.b, cb);
+            CHECK(um_proto_held(p.b) == 0);
+        }
+    }
+}
+
 TEST_CASE("protocol: receives posted by one thread while another matches arrivals keep MPI order",
           "[protocol][threads]") {
     for (const bool tailq : {false, true}) {

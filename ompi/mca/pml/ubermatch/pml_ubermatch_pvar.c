@@ -65,7 +65,8 @@ static const pvar_def_t pvars[] = {
      MPI_T_PVAR_CLASS_SIZE},
     /* From the communicator's info assertions (pml_ubermatch_assert.c), not the engine's stats. */
     {"relaxed", "Assertions the communicator's engine relies on: 1 mpi_assert_no_any_source, 2 "
-     "mpi_assert_no_any_tag, 4 ubermatch_no_unexpected; 0: full matching",
+     "mpi_assert_no_any_tag, 4 ubermatch_no_unexpected, 8 mpi_assert_allow_overtaking; 0: full "
+     "matching",
      MPI_T_PVAR_CLASS_GENERIC},
     {"unexpected_refused", "Arrivals that found no receive under ubermatch_no_unexpected (the "
      "communicator keeps unexpected messages from the first on)", MPI_T_PVAR_CLASS_COUNTER},

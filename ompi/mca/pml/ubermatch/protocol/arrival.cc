@@ -124,6 +124,18 @@ bool Protocol::accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns)
     }
     uint32_t &expected = comm.recv_seq[static_cast<size_t>(src)];
     if (UM_UNLIKELY(msg->hdr.seq != expected)) {
+        if ((comm.relaxed & UM_PROTO_ASSERT_ALLOW_OVERTAKING) && msg->hdr.tag >= 0) {
+            // The user allowed overtaking and its traffic has an engine that keeps no
+            // order: matched now. A marker keeps its number for the count that Open
+            // MPI's own (ordered) traffic of this peer still follows.
+            try {
+                comm.early.emplace(early_key(src, msg->hdr.seq), nullptr);
+            } catch (const std::bad_alloc &) {
+                drop(msg, ucx_owns);
+                return false;
+            }
+            return arrive(comm, msg, actions, ucx_owns);
+        }
         store(msg);
         try {
             comm.early.emplace(early_key(src, msg->hdr.seq), msg);
@@ -144,8 +156,10 @@ bool Protocol::accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns)
         }
         Message *next = it->second;
         comm.early.erase(it);
-        --held_;
-        arrive(comm, next, actions, false);
+        if (next != nullptr) { // else matched already, out of turn
+            --held_;
+            arrive(comm, next, actions, false);
+        }
         ++expected;
     }
     return kept;

@@ -232,9 +232,11 @@ void Protocol::comm_destroy(Comm *comm) {
             }
         }
         for (auto &entry : comm->early) {
-            gone.push_back(entry.second);
+            if (entry.second != nullptr) { // else a marker (arrival.cc)
+                gone.push_back(entry.second);
+                --held_;
+            }
         }
-        held_ -= comm->early.size();
     }
     for (Message *m : gone) {
         free_message(m);
@@ -265,7 +267,10 @@ void Protocol::comm_dump(Comm *comm, FILE *out) {
     {
         Guard guard(*this);
         s << "communicator " << comm->cid << ", rank " << comm->local_rank << ", peers "
-          << comm->remote_size << ", held out of sequence " << comm->early.size() << "\n";
+          << comm->remote_size << ", held out of sequence "
+          << std::count_if(comm->early.begin(), comm->early.end(),
+                           [](const auto &e) { return e.second != nullptr; })
+          << "\n";
         if (comm->tailq) {
             comm->tailq->dump(s);
         } else {

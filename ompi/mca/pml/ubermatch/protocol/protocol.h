@@ -174,7 +174,9 @@ struct Comm {
     std::unique_ptr<TailQueues> tailq; // instead of engine/coll (threading tailq, full matching)
     std::vector<uint32_t> send_seq; // next sequence number to each destination
     std::vector<uint32_t> recv_seq; // next expected from each source
-    std::unordered_map<uint64_t, Message *> early; // out of sequence, by (source, seq)
+    // Out of sequence, by (source, seq); nullptr: a marker for a message matched
+    // ahead of its turn (an overtaking communicator's user traffic, arrival.cc).
+    std::unordered_map<uint64_t, Message *> early;
     // Offered every arrival before matching (um_proto_comm_hook); null: none.
     um_proto_arrival_fn arrival_hook = nullptr;
     void *arrival_arg = nullptr;
@@ -321,6 +323,7 @@ public:
     int collective(Comm *comm, const um_hint_t &hint, bool begin);
 
 private:
+    friend struct ProtocolTestAccess; // test/protocol: arrivals fed as a ring's records
     static ucs_status_t am_message_cb(void *arg, const void *header, size_t header_length,
                                       void *data, size_t length, const ucp_am_recv_param_t *param);
     static ucs_status_t am_ack_cb(void *arg, const void *header, size_t header_length, void *data,

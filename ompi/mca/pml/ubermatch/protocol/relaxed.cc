@@ -32,6 +32,7 @@ uint32_t assertions_of(const std::string &backend) {
             bits |= a.find("mpi_assert_no_any_source") != std::string::npos ? UM_PROTO_ASSERT_NO_ANY_SOURCE : 0;
             bits |= a.find("mpi_assert_no_any_tag") != std::string::npos ? UM_PROTO_ASSERT_NO_ANY_TAG : 0;
             bits |= a.find("ubermatch_no_unexpected") != std::string::npos ? UM_PROTO_ASSERT_NO_UNEXPECTED : 0;
+            bits |= a.find("mpi_assert_allow_overtaking") != std::string::npos ? UM_PROTO_ASSERT_ALLOW_OVERTAKING : 0;
             return bits;
         }
     }

@@ -41,7 +41,8 @@ enum um_proto_status {
 enum um_proto_assert {
     UM_PROTO_ASSERT_NO_ANY_SOURCE = 1, /* mpi_assert_no_any_source */
     UM_PROTO_ASSERT_NO_ANY_TAG = 2,    /* mpi_assert_no_any_tag */
-    UM_PROTO_ASSERT_NO_UNEXPECTED = 4  /* ubermatch_no_unexpected */
+    UM_PROTO_ASSERT_NO_UNEXPECTED = 4, /* ubermatch_no_unexpected */
+    UM_PROTO_ASSERT_ALLOW_OVERTAKING = 8 /* mpi_assert_allow_overtaking */
 };
 
 typedef struct um_proto um_proto_t;

@@ -1,0 +1,271 @@
+// The hash tables of the overtaking engine (overtake.h): a map from an
+// element's (source, tag) to the one slot that holds the elements of that
+// key. Two shapes, measured against each other (docs/relaxed.md):
+//
+//  OpenTable      linear probing over one power-of-two array, at most a
+//                 quarter full (half full measured 1.6x slower: longer probe
+//                 runs, mispredicted), Fibonacci (multiplicative) hashing
+//                 (Jenkins' hash, half full, measured 1.25x slower: the backward
+//                 shift rehashes every slot it moves), deletion by backward
+//                 shift (no tombstones); a miss ends at the empty slot where
+//                 the key then goes. SmallMap (smallmap.h) probes the same
+//                 way; it is not reused because its keys are 32-bit, it
+//                 searches again to insert and erases by key, and its separate
+//                 "used" flag makes a slot 40 bytes here instead of 24.
+//  TwoLevelTable  seed 001's table (Klenk et al., section C): a direct-mapped
+//                 primary table five times the size of a direct-mapped
+//                 secondary one, both indexed by Jenkins' 32-bit 6-shift hash.
+//                 Where the GPU keeps an element that collides in both for its
+//                 next iteration, a CPU engine must queue it now: in a small
+//                 stash searched after both levels; a long stash doubles both.
+//
+// Every slot holds a distinct key, so collisions come only from the hash,
+// never from a deep queue of one key (its elements chain off its slot).
+#ifndef UBERMATCH_MATCHING_OVERTAKE_TABLE_H
+#define UBERMATCH_MATCHING_OVERTAKE_TABLE_H
+
+#include <cstdint>
+#include <vector>
+
+#include "matching/queue.h"
+
+namespace ubermatch::overtake {
+
+// Bit 63 of a slot's key: the element is a message (clear: a receive). A valid
+// source is below 2^31, so the bit is free; the rest is (source << 32 | tag).
+inline constexpr uint64_t kMessage = uint64_t{1} << 63;
+// No element has tag UM_ANY_TAG (0xffffffff), so no key equals this.
+inline constexpr uint64_t kEmpty = ~uint64_t{0};
+
+inline uint64_t make_key(int32_t source, int32_t tag) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(source)) << 32) | static_cast<uint32_t>(tag);
+}
+
+// One key's elements: `handle` and, beyond one, a stack of pooled entries.
+struct Slot {
+    uint64_t key;  // make_key() | kMessage for messages; kEmpty: a free slot
+    void *handle;
+    Entry *more;   // further elements of the key, the latest first
+    bool same(uint64_t k) const { return (key & ~kMessage) == k; }
+};
+
+// Robert Jenkins' 32-bit integer hash, the 6-shift version seed 001 used. The
+// 64-bit key is first folded to 32 bits (source times an odd constant, a
+// bijection, xor tag) so that source and tag both reach every output bit.
+inline uint32_t jenkins32(uint32_t a) {
+    a = (a + 0x7ed55d16u) + (a << 12);
+    a = (a ^ 0xc761c23cu) ^ (a >> 19);
+    a = (a + 0x165667b1u) + (a << 5);
+    a = (a + 0xd3a2646cu) ^ (a << 9);
+    a = (a + 0xfd7046c5u) + (a << 3);
+    a = (a ^ 0xb55a4f09u) ^ (a >> 16);
+    return a;
+}
+
+inline uint32_t hash_key(uint64_t key) {
+    return jenkins32(static_cast<uint32_t>(key >> 32) * 0x9e3779b1u ^ static_cast<uint32_t>(key));
+}
+
+class OpenTable {
+public:
+    static constexpr const char *kName = "open";
+    struct Pos {
+        uint32_t index;
+    };
+
+    OpenTable() : slots_(kFirst, Slot{kEmpty, nullptr, nullptr}), mask_(kFirst - 1) {}
+
+    // The slot of key k (kMessage ignored), or nullptr and where k would go.
+    Slot *find(uint64_t k, uint32_t &inspected, Pos &pos) {
+        for (uint32_t i = home(k);; i = (i + 1) & mask_) {
+            Slot &s = slots_[i];
+            ++inspected;
+            if (s.same(k)) {
+                return &s;
+            }
+            if (s.key == kEmpty) {
+                pos.index = i;
+                return nullptr;
+            }
+        }
+    }
+
+    // A new key at the position find() gave for it.
+    void insert(Pos pos, uint64_t key, void *handle) {
+        if (4 * (size_ + 1) > slots_.size()) { // at most a quarter full
+            grow();
+            uint32_t ignored = 0;
+            find(key & ~kMessage, ignored, pos);
+        }
+        slots_[pos.index] = Slot{key, handle, nullptr};
+        ++size_;
+    }
+
+    // Backward shift: the slots after s move up while that brings them no
+    // nearer than their home, so that no search meets a hole before its key.
+    void erase(Slot *s) {
+        uint32_t hole = static_cast<uint32_t>(s - slots_.data());
+        for (uint32_t j = (hole + 1) & mask_; slots_[j].key != kEmpty; j = (j + 1) & mask_) {
+            const uint32_t home = this->home(slots_[j].key & ~kMessage);
+            if (((j - home) & mask_) >= ((j - hole) & mask_)) {
+                slots_[hole] = slots_[j];
+                hole = j;
+            }
+        }
+        slots_[hole].key = kEmpty;
+        --size_;
+    }
+
+    template <class F>
+    void for_each(F &&f) const {
+        for (const Slot &s : slots_) {
+            if (s.key != kEmpty) {
+                f(s);
+            }
+        }
+    }
+
+    size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
+
+private:
+    static constexpr uint32_t kFirst = 16;
+    // The high bits of the key times 2^64 / golden ratio (shift_: 64 - log2 of the size).
+    uint32_t home(uint64_t k) const { return static_cast<uint32_t>((k * 0x9e3779b97f4a7c15ull) >> shift_); }
+    unsigned shift_ = 60;
+
+    void grow() {
+        std::vector<Slot> old(2 * slots_.size(), Slot{kEmpty, nullptr, nullptr});
+        old.swap(slots_);
+        mask_ = static_cast<uint32_t>(slots_.size() - 1);
+        --shift_;
+        for (const Slot &s : old) {
+            if (s.key != kEmpty) {
+                uint32_t i = home(s.key & ~kMessage);
+                while (slots_[i].key != kEmpty) {
+                    i = (i + 1) & mask_;
+                }
+                slots_[i] = s;
+            }
+        }
+    }
+
+    std::vector<Slot> slots_;
+    uint32_t mask_;
+    uint32_t size_ = 0;
+};
+
+class TwoLevelTable {
+public:
+    static constexpr const char *kName = "two-level";
+    struct Pos {
+        uint32_t primary;
+        uint32_t secondary;
+    };
+
+    TwoLevelTable() { resize(kFirstSecondary); }
+
+    Slot *find(uint64_t k, uint32_t &inspected, Pos &pos) {
+        const uint32_t h = hash_key(k);
+        pos = positions(h);
+        Slot &p = primary_[pos.primary];
+        ++inspected;
+        if (p.same(k)) {
+            return &p;
+        }
+        Slot &s = secondary_[pos.secondary];
+        ++inspected;
+        if (s.same(k)) {
+            return &s;
+        }
+        for (Slot &x : stash_) {
+            ++inspected;
+            if (x.same(k)) {
+                return &x;
+            }
+        }
+        return nullptr;
+    }
+
+    void insert(Pos pos, uint64_t key, void *handle) {
+        place(pos, Slot{key, handle, nullptr});
+        ++size_;
+        // The primary table at most a quarter full, and a short stash, as long
+        // as doubling can shorten it (it cannot when most keys are in it).
+        if (4 * size_ > primary_.size() ||
+            (stash_.size() > kMaxStash && 8 * size_ > primary_.size())) {
+            resize(2 * secondary_.size());
+        }
+    }
+
+    void erase(Slot *s) {
+        if (s >= stash_.data() && s < stash_.data() + stash_.size()) {
+            *s = stash_.back();
+            stash_.pop_back();
+        } else {
+            s->key = kEmpty;
+        }
+        --size_;
+    }
+
+    template <class F>
+    void for_each(F &&f) const {
+        for (const std::vector<Slot> *v : {&primary_, &secondary_, &stash_}) {
+            for (const Slot &s : *v) {
+                if (s.key != kEmpty) {
+                    f(s);
+                }
+            }
+        }
+    }
+
+    size_t bytes() const {
+        return (primary_.capacity() + secondary_.capacity() + stash_.capacity()) * sizeof(Slot);
+    }
+
+private:
+    static constexpr uint32_t kFirstSecondary = 4;
+    static constexpr size_t kMaxStash = 2;
+
+    // Multiply-shift maps the hash onto a table of any size without a division;
+    // the secondary index takes the hash rotated, so that keys colliding in the
+    // primary table (equal high bits) spread over the secondary one.
+    Pos positions(uint32_t h) const {
+        const uint32_t r = (h << 16) | (h >> 16);
+        return {static_cast<uint32_t>((uint64_t{h} * primary_.size()) >> 32),
+                static_cast<uint32_t>((uint64_t{r} * secondary_.size()) >> 32)};
+    }
+
+    void place(Pos pos, const Slot &slot) {
+        if (primary_[pos.primary].key == kEmpty) {
+            primary_[pos.primary] = slot;
+        } else if (secondary_[pos.secondary].key == kEmpty) {
+            secondary_[pos.secondary] = slot;
+        } else {
+            stash_.push_back(slot);
+        }
+    }
+
+    void resize(size_t secondary) {
+        std::vector<Slot> old;
+        for (std::vector<Slot> *v : {&primary_, &secondary_, &stash_}) {
+            old.insert(old.end(), v->begin(), v->end());
+        }
+        primary_.assign(5 * secondary, Slot{kEmpty, nullptr, nullptr});
+        secondary_.assign(secondary, Slot{kEmpty, nullptr, nullptr});
+        stash_.clear();
+        for (const Slot &s : old) {
+            if (s.key != kEmpty) {
+                place(positions(hash_key(s.key & ~kMessage)), s);
+            }
+        }
+    }
+
+    std::vector<Slot> primary_;
+    std::vector<Slot> secondary_;
+    std::vector<Slot> stash_;
+    uint32_t size_ = 0;
+};
+
+} // namespace ubermatch::overtake
+
+#endif
