@@ -83,35 +83,41 @@ for ((r = 1; r <= rounds; r++)); do
     done
 done
 echo "# load after: $(cat /proc/loadavg), CPUs idle $(um_cpu_idle_pct)%"
-# The median of a configuration's runs, leaving out disturbed runs: below 0.6 of
-# the best run of the same configuration and shape. On this shared machine a run
-# now and then sits at ~4000 msg/s (one iteration per scheduler tick) or at half
-# speed, with or without the trace, while the trace costs well under 40%; they
-# are counted on stderr.
-keep=0.6
+# The median of a configuration's runs, leaving out disturbed runs: stalled ones
+# (below a tenth of the best run of any configuration of that shape: on this
+# shared machine a run now and then sits at ~4000 msg/s, one iteration per
+# scheduler tick, with or without the trace) and slowed ones (below 0.6 of the
+# best run of the same configuration: now and then a run goes at half speed; the
+# trace costs well under 40%). They are counted on stderr.
+floor_of() { # the least rate kept: best of this configuration, best of all
+    awk -v own="$1" -v all="$2" 'BEGIN { f = 0.6 * own; if (all / 10 > f) f = all / 10; print f }'
+}
 best_of() { printf "%s\n" "$@" | sort -g | tail -n1; }
-median() { # best, rates...
-    local best=$1
+median() { # floor, rates...
+    local floor=$1
     shift
-    printf "%s\n" "$@" | sort -g | awk -v best="$best" -v k=$keep '$1 >= k * best { v[++n] = $1 } $1 < k * best { s++ }
+    printf "%s\n" "$@" | sort -g | awk -v f="$floor" '$1 >= f { v[++n] = $1 } $1 < f { s++ }
         END { if (s) printf "(%d disturbed run(s) left out) ", s > "/dev/stderr"; print n ? ((n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) : 0 }'
 }
 for shape in posted unexpected; do
     # shellcheck disable=SC2086
-    best_off=$(best_of ${rates[off.$shape]})
+    best=$(best_of ${rates[off.$shape]} ${rates[on.$shape]} ${rates[other.$shape]:-})
     # shellcheck disable=SC2086
-    a=$(median "$best_off" ${rates[off.$shape]})
+    floor_off=$(floor_of "$(best_of ${rates[off.$shape]})" "$best")
+    # shellcheck disable=SC2086
+    a=$(median "$floor_off" ${rates[off.$shape]})
     for t in $configs; do
         [ "$t" = off ] && continue
         # shellcheck disable=SC2086
-        best_t=$(best_of ${rates[$t.$shape]})
+        floor_t=$(floor_of "$(best_of ${rates[$t.$shape]})" "$best")
         # shellcheck disable=SC2086
-        b=$(median "$best_t" ${rates[$t.$shape]})
-        awk -v s=$shape -v t="$t" -v a="$a" -v b="$b" 'BEGIN { printf "%-10s median off %.0f msg/s, %s %.0f msg/s, %s/off %.3f (cost %.1f%%)\n", s, a, t, b, t, b / a, 100 * (1 - b / a) }'
+        b=$(median "$floor_t" ${rates[$t.$shape]})
+        awk -v s=$shape -v t="$t" -v a="$a" -v b="$b" 'BEGIN { if (a == 0 || b == 0) printf "%-10s %s/off: no undisturbed run of %s\n", s, t, a == 0 ? "off" : t
+            else printf "%-10s median off %.0f msg/s, %s %.0f msg/s, %s/off %.3f (cost %.1f%%)\n", s, a, t, b, t, b / a, 100 * (1 - b / a) }'
         # The rounds where neither run was disturbed: their own ratios, the median.
         for ((r = 1; r <= rounds; r++)); do
             echo "${rates[off.$shape.$r]} ${rates[$t.$shape.$r]}"
-        done | awk -v ba="$best_off" -v bb="$best_t" -v k=$keep -v s=$shape -v t="$t" '$1 >= k * ba && $2 >= k * bb { v[++n] = $2 / $1 }
+        done | awk -v fa="$floor_off" -v fb="$floor_t" -v s=$shape -v t="$t" '$1 >= fa && $2 >= fb { v[++n] = $2 / $1 }
             END { if (!n) { printf "%-10s %s/off per round: no round without a disturbed run\n", s, t; exit }
                   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { x = v[i]; v[i] = v[j]; v[j] = x }
                   m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
