@@ -1,12 +1,13 @@
 // Matching traces: what each rank's engines saw, recorded at the engine
 // interface and replayed offline through every backend (replay/).
 //
-// File format (version 2), one file per rank, TRACE_DIR/rank-R.umt, little
-// endian: a 56-byte TraceHeader, then 48-byte TraceRecords in call order, the
-// last one TraceOp::end (its t_ns holds the events dropped). docs/traces.md
-// documents the fields and why this is not OTF2. Version 2 records addresses
-// and clock ticks, which read_file turns into ids and ns: the recording side
-// then needs no look-up and no clock_gettime per event.
+// File format (version 3), one file per rank, TRACE_DIR/rank-R.umt, little
+// endian: a 56-byte TraceHeader, then 24-byte PackedRecords in call order, the
+// last one TraceOp::end. docs/traces.md documents the fields and why this is
+// not OTF2. The file records addresses, clock ticks every kTimeEvery records
+// and the communicator and hint sizes only when they change; read_file turns
+// them into one TraceRecord per event with ids and ns. Version 2 (48-byte
+// records, each with every field and its own tick) is still read.
 #ifndef UBERMATCH_MATCHING_TRACE_H
 #define UBERMATCH_MATCHING_TRACE_H
 
@@ -21,7 +22,8 @@ namespace ubermatch {
 namespace trace {
 
 constexpr char kMagic[8] = {'U', 'M', 'T', 'R', 'A', 'C', 'E', '\0'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
+constexpr uint32_t kOldestVersion = 2; // read_file reads kOldestVersion .. kVersion
 
 enum class TraceOp : uint8_t {
     comm_create = 1, // source: this rank in the communicator, tag: its size
@@ -33,12 +35,16 @@ enum class TraceOp : uint8_t {
     coll_begin = 7,
     coll_end = 8,
     end = 9,          // last record; t_ns: events dropped
+    // Only in version 3 files, never in TraceFile::records:
+    context = 10, // the cid, msg_size and hint_comm_size of the events after it
+    time = 11,    // clock ticks now; the events between two time records are interpolated
+    high = 12,    // bits 48..63 of the next event's id and matched (addresses above 2^48)
 };
 
 struct TraceHeader {
     char magic[8];
     uint32_t version;
-    uint32_t record_size; // sizeof(TraceRecord)
+    uint32_t record_size; // sizeof(PackedRecord) (version 2: sizeof(TraceRecord))
     int32_t rank;         // in MPI_COMM_WORLD (-1: unknown)
     uint32_t reserved;
     uint64_t t0_ns;       // CLOCK_MONOTONIC at the start
@@ -47,9 +53,10 @@ struct TraceHeader {
 };
 static_assert(sizeof(TraceHeader) == 56, "trace header layout");
 
-// In the file, id and matched are the addresses the engine was given (unique
-// among the elements queued at one time) and t_ns is in ticks; read_file
-// replaces them by ids 1, 2, ... (per file) and ns since t0_ns.
+// One event as read_file returns it (and version 2's record in the file, with
+// id and matched the addresses the engine was given, unique among the elements
+// queued at one time, and t_ns in ticks; read_file replaces them by ids 1, 2,
+// ... per file and ns since t0_ns).
 struct TraceRecord {
     uint64_t t_ns;     // since t0_ns
     uint32_t cid;
@@ -64,6 +71,31 @@ struct TraceRecord {
     uint64_t matched;  // the id of the element it matched, 0: none, kUnknownId: not queued
 };
 static_assert(sizeof(TraceRecord) == 48, "trace record layout");
+
+// Version 3's record in the file. The low byte of b is the TraceOp; the rest
+// depends on it:
+//   events (comm_create .. coll_end):
+//     a = id << 16 | coll          (id, matched: the low 48 bits of the addresses)
+//     b = matched << 16 | result << 8 | op
+//     source, tag                  (comm_create: this rank, the communicator's size)
+//     cid, msg_size, hint_comm_size: the last context record's
+//   context: a = msg_size << 32 | hint_comm_size, source = cid
+//   time:    a = clock ticks since t0_ns
+//   high:    a = bits 48..63 of the next event's id, source = those of its matched
+//   end:     a = events dropped
+// Every buffer written starts with a time and a context record, so a buffer
+// lost to a failed write leaves the next one readable.
+struct PackedRecord {
+    uint64_t a;
+    uint64_t b;
+    int32_t source;
+    int32_t tag;
+};
+static_assert(sizeof(PackedRecord) == 24, "packed trace record layout");
+constexpr unsigned kAddressBits = 48;
+// One time record per this many records: the clock read is the largest part
+// of a record's cost otherwise (docs/traces.md, "What a record costs").
+constexpr size_t kTimeEvery = 64;
 
 // A recorded match of an element that was not queued (a damaged trace, or one
 // with dropped events): never equal to an id, so a replay reports it.
@@ -83,7 +115,7 @@ std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t 
 
 // A whole trace file, checked. Throws std::runtime_error naming the file and
 // what is wrong (truncated, not a trace, another version, corrupt record).
-// The records come back with ids and ns (see TraceRecord).
+// The records come back with ids and ns (see TraceRecord), one per event.
 struct TraceFile {
     std::string path;
     TraceHeader header{};

@@ -1,11 +1,13 @@
 // Recording a matching trace: an Engine decorator that forwards every call to
-// the real backend and appends one TraceRecord per call to a per-process
+// the real backend and appends one PackedRecord per call to a per-process
 // buffer, written out when it fills and when the last engine goes (MPI_Finalize).
 //
 // The record path is what tracing costs per message (two records: the receive
 // and the arrival), so it does no look-up and no system call: the records keep
 // the addresses the engine was given (read_file turns them into ids), a tick
-// counter instead of clock_gettime, and a lock only under MPI_THREAD_MULTIPLE.
+// counter read every kTimeEvery records, and a lock only under
+// MPI_THREAD_MULTIPLE; what is written per message is what the kernel copies.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -26,7 +28,7 @@ namespace ubermatch {
 namespace trace {
 namespace {
 
-constexpr size_t kBufferRecords = 1 << 16; // 3 MiB per rank, the memory bound
+constexpr size_t kBufferRecords = 1 << 16; // 1.5 MiB per rank, the memory bound
 
 // The time of a record. The TSC where the kernel keeps its own time with it
 // (so it is invariant and synchronised): ~10 ns a read here, clock_gettime
@@ -66,16 +68,31 @@ private:
     const uint64_t tick0_;
 };
 
+// An event as the decorator sees it: what one record of the file says.
+struct Event {
+    TraceOp op;
+    uint8_t result;
+    int32_t source, tag;
+    uint64_t id, matched; // addresses
+};
+
 // One per process, shared by its engines; flushed and closed by the last.
+//
+// The append is the cost of recording (two per message), so the common event
+// is one 24-byte store behind one branch: the clock, the context (cid and hint
+// sizes) and high address bits go into records of their own, before the event,
+// only when due (every kTimeEvery records) or changed; that branch also covers
+// the buffer's end (one bounds check per event, with room kept for the extra
+// records).
 class Recorder {
 public:
     Recorder(const std::string &dir, int32_t rank, const char *backend, bool threads)
-        : threads_(threads), buf_(new TraceRecord[kBufferRecords]) {
+        : threads_(threads), buf_(new PackedRecord[kBufferRecords]) {
         path_ = dir + "/rank-" + std::to_string(rank >= 0 ? rank : static_cast<int32_t>(getpid())) + ".umt";
         fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         std::memcpy(header_.magic, kMagic, sizeof header_.magic);
         header_.version = kVersion;
-        header_.record_size = sizeof(TraceRecord);
+        header_.record_size = sizeof(PackedRecord);
         header_.rank = rank;
         header_.t0_ns = clock_.t0_ns();
         header_.ns_per_tick = 1.0; // until the end
@@ -87,10 +104,9 @@ public:
         }
     }
     ~Recorder() {
+        buf_[n_++] = time_record(); // the last events' time is interpolated up to here
         flush();
-        TraceRecord end{};
-        end.op = static_cast<uint8_t>(TraceOp::end);
-        end.t_ns = dropped_;
+        const PackedRecord end{dropped_, static_cast<uint8_t>(TraceOp::end), 0, 0};
         header_.ns_per_tick = clock_.ns_per_tick();
         if (fd_ >= 0 && (!write_all(&end, sizeof end) ||
                          ::pwrite(fd_, &header_, sizeof header_, 0) != static_cast<ssize_t>(sizeof header_))) {
@@ -105,23 +121,54 @@ public:
     Recorder(const Recorder &) = delete;
     Recorder &operator=(const Recorder &) = delete;
 
-    void add(const TraceRecord &r) {
+    void add(uint32_t cid, const um_hint_t &hint, const Event &e) {
         if (__builtin_expect(threads_, 0)) { // MPI_THREAD_MULTIPLE: engines of several comms
             std::lock_guard<std::mutex> lock(mu_);
-            put(r);
+            put(cid, hint, e);
         } else {
-            put(r);
+            put(cid, hint, e);
         }
     }
 
 private:
-    void put(const TraceRecord &r) {
-        TraceRecord &slot = buf_[n_];
-        slot = r;
-        slot.t_ns = clock_.ticks() - clock_.tick0();
-        if (__builtin_expect(++n_ == kBufferRecords, 0)) {
+    // Records one event may need: time, context, high, the event.
+    static constexpr size_t kMaxPerEvent = 4;
+
+    void put(uint32_t cid, const um_hint_t &hint, const Event &e) {
+        const uint64_t changed = (cid ^ cid_) | (hint.msg_size ^ msg_size_) | (hint.comm_size ^ comm_size_) |
+                                 ((e.id | e.matched) >> kAddressBits);
+        if (__builtin_expect((changed | (n_ >= due_)) != 0, 0)) {
+            prefix(cid, hint, e);
+        }
+        buf_[n_++] = {e.id << 16 | hint.coll,
+                      e.matched << 16 | static_cast<uint64_t>(e.result) << 8 | static_cast<uint8_t>(e.op),
+                      e.source, e.tag};
+    }
+    // The records before an event that are due; flushes a full buffer first.
+    __attribute__((noinline)) void prefix(uint32_t cid, const um_hint_t &hint, const Event &e) {
+        if (n_ > kBufferRecords - kMaxPerEvent) {
             flush();
         }
+        const bool fresh = n_ == 0; // a buffer starts with the time and the context
+        if (fresh || n_ >= time_at_) {
+            buf_[n_++] = time_record();
+            time_at_ = n_ + kTimeEvery;
+        }
+        if (fresh || cid != cid_ || hint.msg_size != msg_size_ || hint.comm_size != comm_size_) {
+            cid_ = cid;
+            msg_size_ = hint.msg_size;
+            comm_size_ = hint.comm_size;
+            buf_[n_++] = {static_cast<uint64_t>(msg_size_) << 32 | comm_size_,
+                          static_cast<uint8_t>(TraceOp::context), static_cast<int32_t>(cid), 0};
+        }
+        if (((e.id | e.matched) >> kAddressBits) != 0) {
+            buf_[n_++] = {e.id >> kAddressBits, static_cast<uint8_t>(TraceOp::high),
+                          static_cast<int32_t>(e.matched >> kAddressBits), 0};
+        }
+        due_ = std::min(time_at_, kBufferRecords - kMaxPerEvent + 1);
+    }
+    PackedRecord time_record() const {
+        return {clock_.ticks() - clock_.tick0(), static_cast<uint8_t>(TraceOp::time), 0, 0};
     }
     bool write_all(const void *p, size_t n) {
         const char *c = static_cast<const char *>(p);
@@ -138,11 +185,16 @@ private:
         }
         return true;
     }
-    __attribute__((noinline)) void flush() {
-        if (fd_ < 0 || !write_all(buf_.get(), n_ * sizeof(TraceRecord))) {
-            dropped_ += n_; // counted and reported, never silent
+    void flush() {
+        if (fd_ < 0 || !write_all(buf_.get(), n_ * sizeof(PackedRecord))) {
+            // Counted and reported, never silent: the events among the records.
+            for (size_t i = 0; i < n_; ++i) {
+                const auto op = static_cast<uint8_t>(buf_[i].b);
+                dropped_ += op >= static_cast<uint8_t>(TraceOp::comm_create) && op < static_cast<uint8_t>(TraceOp::end);
+            }
         }
         n_ = 0;
+        due_ = 0; // the next event starts the buffer with its time and context
     }
     void close_fd() {
         if (fd_ >= 0) {
@@ -151,15 +203,19 @@ private:
         }
     }
 
+    // The append's state first, together.
+    size_t n_ = 0;
+    size_t due_ = 0;     // at this n_ the next event takes prefix()
+    size_t time_at_ = 0; // the next time record at this n_
+    uint32_t cid_ = 0, msg_size_ = 0, comm_size_ = 0; // the context in force
     const bool threads_;
+    const std::unique_ptr<PackedRecord[]> buf_;
     std::mutex mu_;
     const Clock clock_;
     TraceHeader header_{};
     std::string path_;
     int fd_ = -1;
     uint64_t dropped_ = 0;
-    size_t n_ = 0;
-    const std::unique_ptr<TraceRecord[]> buf_;
 };
 
 std::string g_dir;
@@ -180,43 +236,47 @@ std::shared_ptr<Recorder> recorder_for(int32_t rank, const char *backend) {
 uint64_t address(const void *handle) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle)); }
 
 // Forwards to the real engine and records each call with the handles it was
-// given and returned.
+// given and returned. The calls go straight to the backend's search: this
+// engine's post_recv ... cancel did the checks and keep the counts. With the
+// timers on they go through the backend's own post_recv ... cancel instead,
+// which time the search alone as without a trace (the clock reads cost far
+// more than the second pass).
 class TracingEngine final : public Engine {
 public:
     TracingEngine(std::unique_ptr<Engine> inner, uint32_t cid, int32_t rank)
-        : Engine(inner->comm_size()), inner_(std::move(inner)), cid_(cid),
+        : Engine(inner->comm_size()), inner_(std::move(inner)), timed_(inner_->timers_on()), cid_(cid),
           owner_(recorder_for(cid == 0 ? rank : -1, inner_->name())), rec_(*owner_) {
-        rec_.add(base(TraceOp::comm_create, rank, comm_size(), um_hint_t{}));
+        rec_.add(cid_, um_hint_t{}, {TraceOp::comm_create, 0, rank, comm_size(), 0, 0});
     }
     const char *name() const override { return inner_->name(); }
 
 protected:
     Found do_post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *request) override {
-        um_match_t m{};
-        const int rc = inner_->post_recv(source, tag, hint, request, &m);
-        return queue_or_match(TraceOp::post_recv, rc, source, tag, hint, request, m);
+        const Found f = search([&](um_match_t &m) { return inner_->post_recv(source, tag, hint, request, &m); },
+                               [&] { return forward_post_recv(*inner_, source, tag, hint, request); });
+        return searched(TraceOp::post_recv, f, source, tag, hint, address(request));
     }
     Found do_arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message) override {
-        um_match_t m{};
-        const int rc = inner_->arrive(source, tag, hint, message, &m);
-        return queue_or_match(TraceOp::arrive, rc, source, tag, hint, message, m);
+        const Found f = search([&](um_match_t &m) { return inner_->arrive(source, tag, hint, message, &m); },
+                               [&] { return forward_arrive(*inner_, source, tag, hint, message); });
+        return searched(TraceOp::arrive, f, source, tag, hint, address(message));
     }
     Found do_probe(int32_t source, int32_t tag, const um_hint_t &hint, bool remove) override {
-        um_match_t m{};
-        const int rc = remove ? inner_->mprobe(source, tag, hint, &m) : inner_->probe(source, tag, hint, &m);
-        TraceRecord r = base(remove ? TraceOp::mprobe : TraceOp::probe, source, tag, hint);
-        r.result = rc != UM_OK ? 2 : m.handle != nullptr;
-        r.matched = address(m.handle);
-        rec_.add(r);
-        return rc != UM_OK ? Found{nullptr, 0, rc} : Found{m.handle, m.inspected};
+        const Found f = search(
+            [&](um_match_t &m) {
+                return remove ? inner_->mprobe(source, tag, hint, &m) : inner_->probe(source, tag, hint, &m);
+            },
+            [&] { return forward_probe(*inner_, source, tag, hint, remove); });
+        return searched(remove ? TraceOp::mprobe : TraceOp::probe, f, source, tag, hint, 0);
     }
     bool do_cancel(int32_t source, int32_t tag, void *request) override {
         bool removed = false;
-        inner_->cancel(source, tag, request, &removed);
-        TraceRecord r = base(TraceOp::cancel, source, tag, um_hint_t{});
-        r.id = address(request);
-        r.result = removed;
-        rec_.add(r);
+        if (timed_) {
+            inner_->cancel(source, tag, request, &removed);
+        } else {
+            removed = forward_cancel(*inner_, source, tag, request);
+        }
+        rec_.add(cid_, um_hint_t{}, {TraceOp::cancel, removed, source, tag, address(request), 0});
         return removed;
     }
     void do_collective_begin(const um_hint_t &hint) override { collective(TraceOp::coll_begin, hint); }
@@ -233,37 +293,46 @@ protected:
     }
     uint64_t queues_allocated() const override { return inner_->stats().queues; }
     uint64_t bytes_used() const override { return inner_->stats().bytes; }
-    // The backend's own statistics (its timers, SIMD and adaptive counters).
-    void backend_stats(um_stats_t &s) const override { s = inner_->stats(); }
+    // The backend's statistics (its timers, SIMD and adaptive counters); the
+    // counts of calls and queue lengths are this engine's where the calls
+    // bypassed the backend's counting.
+    void backend_stats(um_stats_t &s) const override {
+        um_stats_t b = inner_->stats();
+        if (!timed_) {
+            b.posted_len = s.posted_len;
+            b.unexpected_len = s.unexpected_len;
+            b.posted_max = s.posted_max;
+            b.unexpected_max = s.unexpected_max;
+            b.cancels = s.cancels;
+            b.p2p = s.p2p;
+            b.coll = s.coll;
+        }
+        s = b;
+    }
 
 private:
-    TraceRecord base(TraceOp op, int32_t source, int32_t tag, const um_hint_t &hint) const {
-        TraceRecord r{};
-        r.cid = cid_;
-        r.op = static_cast<uint8_t>(op);
-        r.coll = hint.coll;
-        r.source = source;
-        r.tag = tag;
-        r.msg_size = hint.msg_size;
-        r.hint_comm_size = hint.comm_size;
-        return r;
+    template <class Api, class Direct> Found search(Api &&api, Direct &&direct) {
+        if (__builtin_expect(timed_, 0)) {
+            um_match_t m{};
+            const int rc = api(m);
+            return rc != UM_OK ? Found{nullptr, 0, rc} : Found{m.handle, m.inspected};
+        }
+        return direct();
     }
-    // A refusal (a relaxed backend's assertion) is passed on: nothing queued.
-    Found queue_or_match(TraceOp op, int rc, int32_t source, int32_t tag, const um_hint_t &hint,
-                         void *handle, const um_match_t &m) {
-        TraceRecord r = base(op, source, tag, hint);
-        r.id = address(handle);
-        r.result = rc != UM_OK ? 2 : m.handle != nullptr;
-        r.matched = address(m.handle);
-        rec_.add(r);
-        return rc != UM_OK ? Found{nullptr, 0, rc} : Found{m.handle, m.inspected};
+    // A search's record; a refusal (a relaxed backend's assertion) is passed
+    // on: nothing queued.
+    Found searched(TraceOp op, const Found &f, int32_t source, int32_t tag, const um_hint_t &hint, uint64_t id) {
+        const uint8_t result = f.status != UM_OK ? 2 : f.handle != nullptr;
+        rec_.add(cid_, hint, {op, result, source, tag, id, address(f.handle)});
+        return f;
     }
     void collective(TraceOp op, const um_hint_t &hint) {
         op == TraceOp::coll_begin ? inner_->collective_begin(hint) : inner_->collective_end(hint);
-        rec_.add(base(op, 0, 0, hint));
+        rec_.add(cid_, hint, {op, 0, 0, 0, 0, 0});
     }
 
     const std::unique_ptr<Engine> inner_;
+    const bool timed_;
     const uint32_t cid_;
     const std::shared_ptr<Recorder> owner_; // the last engine to go writes the file
     Recorder &rec_;                         // the same, without the shared_ptr's indirection

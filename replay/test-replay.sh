@@ -69,14 +69,17 @@ for t in probe cancel lifetime; do
     check "MPI test $t recorded and replayed, 0 mismatches" test $? -eq 0
 done
 
-# 3. A tampered match (record 5 of rank 0 with a matched id, changed) is reported as a bug.
+# 3. A tampered match (the first post_recv or arrive of rank 0 with a matched address,
+# changed; version 3's 24-byte records: op in the low byte of b at +8, matched above its
+# low 16 bits) is reported as a bug.
 cp -r "$tmp/fds" "$tmp/bad"
 python3 - "$tmp/bad/rank-0.umt" <<'PY'
 import struct, sys
 p = sys.argv[1]; b = bytearray(open(p, 'rb').read())
-for off in range(56, len(b) - 48, 48):
-    if b[off + 12] in (2, 3) and struct.unpack_from('<Q', b, off + 40)[0] != 0:
-        struct.pack_into('<Q', b, off + 40, 999999); break
+for off in range(56, len(b) - 24, 24):
+    w = struct.unpack_from('<Q', b, off + 8)[0]
+    if w & 0xff in (2, 3) and w >> 16 != 0:
+        struct.pack_into('<Q', b, off + 8, (999999 << 16) | (w & 0xffff)); break
 open(p, 'wb').write(b)
 PY
 out=$("$replay" "$tmp/bad" --backends list,auto --no-sweep 2>&1)
@@ -88,14 +91,20 @@ f=$tmp/fds/rank-1.umt
 mkdir "$tmp/in"
 head -c 30 "$f" >"$tmp/in/short.umt"
 expect_error "header cut" "short.umt: truncated: 30 bytes, shorter than the 56-byte header" "$tmp/in/short.umt"
-head -c $((56 + 48 * 3 + 7)) "$f" >"$tmp/in/part.umt"
-expect_error "partial record" "part.umt: truncated: 7 bytes of a partial record at byte 200" "$tmp/in/part.umt"
-head -c $((56 + 48 * 3)) "$f" >"$tmp/in/noend.umt"
+head -c $((56 + 24 * 3 + 7)) "$f" >"$tmp/in/part.umt"
+expect_error "partial record" "part.umt: truncated: 7 bytes of a partial record at byte 128" "$tmp/in/part.umt"
+head -c $((56 + 24 * 3)) "$f" >"$tmp/in/noend.umt"
 expect_error "no end record" "noend.umt: truncated: no end record" "$tmp/in/noend.umt"
 printf 'GIF89a, certainly not a trace; padded to be longer than a header.....' >"$tmp/in/foreign.umt"
 expect_error "foreign file" "foreign.umt: not an ubermatch trace" "$tmp/in/foreign.umt"
 { head -c 8 "$f"; printf '\001\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v1.umt"
-expect_error "other version" "v1.umt: trace format version 1, this build reads version 2" "$tmp/in/v1.umt"
+expect_error "older version" "v1.umt: trace format version 1, this build reads versions 2 to 3" "$tmp/in/v1.umt"
+{ head -c 8 "$f"; printf '\004\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v4.umt"
+expect_error "newer version" "v4.umt: trace format version 4, this build reads versions 2 to 3" "$tmp/in/v4.umt"
+{ head -c 8 "$f"; printf '\002\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v2.umt"
+expect_error "version 2 with version 3's records" "v2.umt: record size 24, version 2 has 48" "$tmp/in/v2.umt"
+{ head -c $((56 + 24 * 5 + 8)) "$f"; printf '\167'; tail -c +$((56 + 24 * 5 + 10)) "$f"; } >"$tmp/in/badop.umt"
+expect_error "unknown operation" "badop.umt: corrupt: record 5 has unknown operation 119" "$tmp/in/badop.umt"
 mkdir "$tmp/empty"
 expect_error "empty directory" "no *.umt trace files" "$tmp/empty"
 expect_error "unknown backend" "list" "$tmp/fds" --backends nosuch

@@ -6,7 +6,9 @@
 // refusal passes through the decorator.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -187,4 +189,143 @@ TEST_CASE("with threads, engines recording at once lose no record", "[trace]") {
         }
     }
     CHECK(bad == 0);
+}
+
+TEST_CASE("the communicator and hint of every event survive their context records", "[trace]") {
+    Recording rec(false);
+    // Two communicators, calls interleaved, the hint's sizes changing now and then:
+    // each change is a context record in the file, each event must read back with its own.
+    struct Call {
+        uint32_t cid;
+        uint32_t msg_size, comm_size;
+        uint16_t coll;
+    };
+    const std::vector<Call> calls = {{0, 8, 4, 0},    {0, 8, 4, 0},     {7, 8, 4, 0}, {7, 4096, 4, 0},
+                                     {0, 4096, 4, 0}, {0, 4096, 16, 3}, {7, 0, 0, 0}, {0, 0, 0, 0}};
+    {
+        std::unique_ptr<Engine> e0 = trace::record(make_engine("perpeer", 4, default_params()), 0, 1);
+        std::unique_ptr<Engine> e7 = trace::record(make_engine("list", 4, default_params()), 7, 1);
+        um_match_t m{};
+        uintptr_t next = 0x1000;
+        for (const Call &c : calls) {
+            const um_hint_t hint{c.coll, 0, c.msg_size, c.comm_size};
+            REQUIRE((c.cid == 0 ? *e0 : *e7).arrive(2, 3, hint, h(next += 64), &m) == UM_OK);
+        }
+    }
+    const trace::TraceFile f = trace::read_file(rec.dir + "/rank-1.umt");
+    REQUIRE(f.records.size() == 2 + calls.size()); // the two comm_create, then the arrivals
+    CHECK(f.records[0].cid == 0);
+    CHECK(f.records[1].cid == 7);
+    for (size_t i = 0; i < calls.size(); ++i) {
+        INFO("call " << i);
+        const TraceRecord &r = f.records[2 + i];
+        CHECK(r.op == static_cast<uint8_t>(TraceOp::arrive));
+        CHECK(r.cid == calls[i].cid);
+        CHECK(r.msg_size == calls[i].msg_size);
+        CHECK(r.hint_comm_size == calls[i].comm_size);
+        CHECK(r.coll == calls[i].coll);
+        CHECK(r.source == 2);
+        CHECK(r.tag == 3);
+    }
+}
+
+TEST_CASE("addresses above 2^48 keep their high bits", "[trace]") {
+    Recording rec(false);
+    // Two messages queued at once whose addresses differ only above bit 48:
+    // without the high record both would be the same address in the file.
+    void *const low = h(0x7000), *const high = h((uintptr_t{0xabcd} << 48) | 0x7000);
+    {
+        std::unique_ptr<Engine> e = trace::record(make_engine("list", 2, default_params()), 0, 0);
+        um_match_t m{};
+        REQUIRE(e->arrive(1, 1, kP2P, low, &m) == UM_OK);  // 1 queued
+        REQUIRE(e->arrive(1, 2, kP2P, high, &m) == UM_OK); // 2 queued
+        REQUIRE(e->post_recv(1, 2, kP2P, h(0x9000), &m) == UM_OK); // 3 takes 2
+        REQUIRE(m.handle == high);
+        REQUIRE(e->post_recv(1, 1, kP2P, h((uintptr_t{1} << 63) | 0x9000), &m) == UM_OK); // 4 takes 1
+        REQUIRE(m.handle == low);
+    }
+    const trace::TraceFile f = trace::read_file(rec.dir + "/rank-0.umt");
+    REQUIRE(f.records.size() == 5);
+    CHECK(f.records[3].id == 3);
+    CHECK(f.records[3].matched == 2);
+    CHECK(f.records[4].id == 4);
+    CHECK(f.records[4].matched == 1);
+}
+
+TEST_CASE("event times are interpolated between the time records", "[trace]") {
+    Recording rec(false);
+    // 4 spans of time records; a pause after every 40 events: the times must
+    // cover the pauses, never go back, and differ from event to event (not
+    // one time per span).
+    constexpr size_t kEvents = 4 * trace::kTimeEvery;
+    constexpr unsigned kPauseUs = 2000;
+    size_t pauses = 0;
+    {
+        std::unique_ptr<Engine> e = trace::record(make_engine("list", 2, default_params()), 0, 0);
+        um_match_t m{};
+        for (size_t i = 0; i < kEvents; ++i) {
+            REQUIRE(e->arrive(1, 1, kP2P, h(0x100 + 8 * i), &m) == UM_OK);
+            if (i % 40 == 39) {
+                ::usleep(kPauseUs);
+                ++pauses;
+            }
+        }
+    }
+    const trace::TraceFile f = trace::read_file(rec.dir + "/rank-0.umt");
+    REQUIRE(f.records.size() == 1 + kEvents);
+    size_t distinct = 0;
+    for (size_t i = 2; i < f.records.size(); ++i) {
+        INFO("event " << i);
+        REQUIRE(f.records[i].t_ns >= f.records[i - 1].t_ns);
+        distinct += f.records[i].t_ns != f.records[i - 1].t_ns;
+    }
+    CHECK(f.records.back().t_ns - f.records[1].t_ns >= (pauses - 1) * kPauseUs * 1000);
+    CHECK(distinct >= kEvents - 8);
+}
+
+TEST_CASE("a version 2 trace is still read; an unknown version is refused, named", "[trace]") {
+    Recording rec(false);
+    // Version 2: 48-byte records, each with its own tick and the addresses.
+    trace::TraceHeader head{};
+    std::memcpy(head.magic, trace::kMagic, sizeof head.magic);
+    head.version = 2;
+    head.record_size = sizeof(TraceRecord);
+    head.rank = 3;
+    head.ns_per_tick = 2.0;
+    auto rec2 = [](uint64_t t, TraceOp op, int32_t source, int32_t tag, uint64_t id, uint64_t matched) {
+        TraceRecord r{};
+        r.t_ns = t;
+        r.op = static_cast<uint8_t>(op);
+        r.result = matched != 0;
+        r.source = source;
+        r.tag = tag;
+        r.id = id;
+        r.matched = matched;
+        return r;
+    };
+    const std::vector<TraceRecord> body = {
+        rec2(1, TraceOp::comm_create, 3, 4, 0, 0), rec2(5, TraceOp::arrive, 1, 9, 0x5000, 0),
+        rec2(7, TraceOp::post_recv, 1, 9, 0x6000, 0x5000), rec2(2, TraceOp::end, 0, 0, 0, 0)};
+    const std::string path = rec.dir + "/v2.umt";
+    auto write = [&](const trace::TraceHeader &hd) {
+        std::FILE *out = std::fopen(path.c_str(), "wb");
+        REQUIRE(out != nullptr);
+        std::fwrite(&hd, sizeof hd, 1, out);
+        std::fwrite(body.data(), sizeof(TraceRecord), body.size(), out);
+        std::fclose(out);
+    };
+    write(head);
+    const trace::TraceFile f = trace::read_file(path);
+    REQUIRE(f.records.size() == 3);
+    CHECK(f.dropped == 2);
+    CHECK(f.records[1].id == 1);
+    CHECK(f.records[2].id == 2);
+    CHECK(f.records[2].matched == 1);
+    CHECK(f.records[2].t_ns == 14); // 7 ticks of 2 ns
+
+    head.version = trace::kVersion + 1;
+    write(head);
+    CHECK_THROWS_WITH(trace::read_file(path),
+                      path + ": trace format version " + std::to_string(trace::kVersion + 1) +
+                          ", this build reads versions 2 to " + std::to_string(trace::kVersion));
 }
