@@ -1,17 +1,19 @@
-# MPI-interoperable active messages (issue 16): libmpix_am and its test.
-# Targets sit at the top of the build tree: automake reserves the am_ prefix,
-# so names derived from am/... would clash with its own variables.
+# MPI-interoperable active messages (am/): libmpix_am, installed with its
+# header, its self-checking test and its benchmark (bench/am/). The targets sit
+# at the top of the build tree: automake reserves the am_ prefix, so names
+# derived from am/... would clash with its own variables.
 lib_LTLIBRARIES += libmpix_am.la
 include_HEADERS += am/mpix_am.h
 libmpix_am_la_SOURCES = am/mpix_am.c am/am_target.c am/am_epoch.c am/am_credit.c am/am_internal.h am/mpix_am.h
-libmpix_am_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+libmpix_am_la_CFLAGS = $(UM_MPI_CFLAGS)
 libmpix_am_la_LIBADD = $(MPI_LIBS) -ldl
-noinst_PROGRAMS += mpix_am_test
+
+noinst_PROGRAMS += mpix_am_test mpix_am_bench
 mpix_am_test_SOURCES = am/test_am.c
-mpix_am_test_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+mpix_am_test_CFLAGS = $(UM_MPI_CFLAGS)
 mpix_am_test_LDADD = libmpix_am.la $(MPI_LIBS)
-noinst_PROGRAMS += mpix_am_bench
 mpix_am_bench_SOURCES = bench/am/am_bench.c
 mpix_am_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/am
-mpix_am_bench_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+mpix_am_bench_CFLAGS = $(UM_MPI_CFLAGS)
 mpix_am_bench_LDADD = libmpix_am.la $(MPI_LIBS)
+EXTRA_DIST += bench/am/run.sh

@@ -1,6 +1,10 @@
-# The matching engine: plain C++17, no MPI or UCX, linked into the PML, the
-# tests, the benchmark and the demo.
+# The matching engine (matching/): plain C++17, no MPI or UCX. A convenience
+# library linked into the PML, the tests, the benchmarks and the tools, and
+# libubermatch.so with its C header for standalone use.
 noinst_LTLIBRARIES += matching/libubermatch_matching.la
+# The core (C interface, base class, queues, registry, traces), the backends of
+# the README's table (list .. auto, the seed-000 pnp/col family, the relaxed
+# nosource, exact and overtake), the tail queues and the scalar SIMD kernels.
 matching_libubermatch_matching_la_SOURCES = \
 	matching/ubermatch_engine.h \
 	matching/engine.h matching/engine.cc \
@@ -17,7 +21,16 @@ matching_libubermatch_matching_la_SOURCES = \
 	matching/key_index.h matching/auto.h matching/auto.cc \
 	matching/tailq.h matching/tailq.cc \
 	matching/simd/kernels.h matching/simd/kernels_scalar.cc \
-	matching/simd/dispatch.h matching/simd/dispatch.cc
+	matching/simd/dispatch.h matching/simd/dispatch.cc \
+	matching/element.h matching/smallmap.h \
+	matching/pnp.h matching/pnp.cc \
+	matching/col.h matching/col.cc \
+	matching/colpnp.h matching/colpnp.cc \
+	matching/nosource.h matching/nosource.cc \
+	matching/exact.h matching/exact.cc \
+	matching/overtake_table.h matching/overtake.h matching/overtake.cc
+matching_libubermatch_matching_la_LIBADD = \
+	matching/simd/libum_kernels_avx2.la matching/simd/libum_kernels_avx512.la
 
 # The SIMD kernels of the vector and fuzzy backends, one convenience library
 # per instruction set, each built with its own target flags (and nothing else
@@ -27,27 +40,12 @@ matching_simd_libum_kernels_avx2_la_SOURCES = matching/simd/kernels_avx2.cc matc
 matching_simd_libum_kernels_avx2_la_CXXFLAGS = $(AM_CXXFLAGS) -mavx2
 matching_simd_libum_kernels_avx512_la_SOURCES = matching/simd/kernels_avx512.cc matching/simd/kernels.h
 matching_simd_libum_kernels_avx512_la_CXXFLAGS = $(AM_CXXFLAGS) -mavx512f -mavx512bw -mavx512vl -mavx512dq
-matching_libubermatch_matching_la_LIBADD = \
-	matching/simd/libum_kernels_avx2.la matching/simd/libum_kernels_avx512.la
 
-# The seed-000 backends: pnp, col and their compositions (colpnp, col+list, list+pnp).
-matching_libubermatch_matching_la_SOURCES += \
-	matching/element.h matching/smallmap.h \
-	matching/pnp.h matching/pnp.cc \
-	matching/col.h matching/col.cc \
-	matching/colpnp.h matching/colpnp.cc
-
-# The engine for standalone use: libubermatch.so and its C header, installed
-# (the PML links the convenience library above into itself instead).
+# The engine for standalone use, installed (the PML links the convenience
+# library into itself instead).
 lib_LTLIBRARIES += matching/libubermatch.la
-matching_libubermatch_la_SOURCES =
-# (a C++ link: the engine needs libstdc++; the file does not exist)
-nodist_EXTRA_matching_libubermatch_la_SOURCES = matching/link-as-cxx.cxx
-matching_libubermatch_la_LIBADD = matching/libubermatch_matching.la
-matching_libubermatch_la_LDFLAGS = -version-info 0:0:0
 include_HEADERS += matching/ubermatch_engine.h
-# Issue 14: relaxed backends for communicators with MPI-4 matching assertions.
-matching_libubermatch_matching_la_SOURCES += \
-	matching/nosource.h matching/nosource.cc \
-	matching/exact.h matching/exact.cc \
-	matching/overtake_table.h matching/overtake.h matching/overtake.cc
+matching_libubermatch_la_SOURCES =
+nodist_EXTRA_matching_libubermatch_la_SOURCES = $(UM_LT_LINK_AS_CXX)
+matching_libubermatch_la_LIBADD = $(UM_ENGINE_LIBS)
+matching_libubermatch_la_LDFLAGS = -version-info 0:0:0

@@ -1,8 +1,9 @@
 # Build glue shared by the ubermatch components: where Open MPI's devel
 # headers are, and where its components are installed.
 
-# UM_FIND_OMPI: sets OMPI_CPPFLAGS and ompi_componentdir, or stops with the
-# name of the Debian package to install.
+# UM_FIND_OMPI: sets MPICC, OMPI_INFO, MPIRUN, OMPI_CPPFLAGS, MPI_CFLAGS,
+# MPI_LIBS, OMPI_LIBDIR, OMPI_COMPONENT_CFLAGS and ompi_componentdir, or stops
+# with the name of the Debian package to install.
 AC_DEFUN([UM_FIND_OMPI], [
     AC_ARG_WITH([ompi-component-dir],
         [AS_HELP_STRING([--with-ompi-component-dir=DIR],
@@ -10,8 +11,9 @@ AC_DEFUN([UM_FIND_OMPI], [
         [], [with_ompi_component_dir=])
     AC_PATH_PROG([MPICC], [mpicc], [no])
     AC_PATH_PROG([OMPI_INFO], [ompi_info], [no])
-    AS_IF([test "x$MPICC" = xno || test "x$OMPI_INFO" = xno],
-        [AC_MSG_ERROR([Open MPI not found (mpicc, ompi_info): install the Debian packages libopenmpi-dev and openmpi-bin])])
+    AC_PATH_PROG([MPIRUN], [mpirun], [no])
+    AS_IF([test "x$MPICC" = xno || test "x$OMPI_INFO" = xno || test "x$MPIRUN" = xno],
+        [AC_MSG_ERROR([Open MPI not found (mpicc, ompi_info, mpirun): install the Debian packages libopenmpi-dev and openmpi-bin])])
 
     AC_MSG_CHECKING([for Open MPI's include directories])
     OMPI_CPPFLAGS=""
@@ -23,13 +25,17 @@ AC_DEFUN([UM_FIND_OMPI], [
     um_save_CPPFLAGS=$CPPFLAGS
     CPPFLAGS="$CPPFLAGS $OMPI_CPPFLAGS"
     AC_LANG_PUSH([C])
-    AC_CHECK_HEADERS([ompi_config.h ompi/mca/pml/pml.h], [],
-        [AC_MSG_ERROR([Open MPI's devel headers are missing ($ac_header): install the Debian package libopenmpi-dev])],
-        [#include <ompi_config.h>])
+    # (AC_CHECK_HEADER: nothing reads a HAVE_ macro; a missing header stops here.)
+    for um_header in ompi_config.h ompi/mca/pml/pml.h; do
+        AC_CHECK_HEADER([$um_header], [],
+            [AC_MSG_ERROR([Open MPI's devel headers are missing ($um_header): install the Debian package libopenmpi-dev])],
+            [#include <ompi_config.h>])
+    done
     AC_LANG_POP([C])
     CPPFLAGS=$um_save_CPPFLAGS
 
     AC_MSG_CHECKING([for Open MPI's version])
+    # (shown in configure's summary)
     OMPI_VERSION=`$OMPI_INFO --parsable 2>/dev/null | sed -n 's/^ompi:version:full://p'`
     AC_MSG_RESULT([$OMPI_VERSION])
 
@@ -56,12 +62,10 @@ AC_DEFUN([UM_FIND_OMPI], [
     MPI_CFLAGS=`$MPICC --showme:compile`
     MPI_LIBS=`$MPICC --showme:link`
     OMPI_LIBDIR=`$MPICC --showme:libdirs | cut -d' ' -f1`
-    AC_PATH_PROG([MPIRUN], [mpirun], [no])
 
     AC_SUBST([OMPI_CPPFLAGS])
     AC_SUBST([MPI_CFLAGS])
     AC_SUBST([MPI_LIBS])
     AC_SUBST([OMPI_LIBDIR])
-    AC_SUBST([OMPI_VERSION])
     AC_SUBST([ompi_componentdir])
 ])

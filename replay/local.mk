@@ -1,6 +1,8 @@
-# ubermatch-replay: replays a matching trace (pml_ubermatch_trace) through every
-# backend and recommends one.
+# ubermatch-replay (replay/): replays a matching trace (pml_ubermatch_trace)
+# through every backend and recommends one; installed. Its test and the scripts
+# around it are run from the source tree.
 bin_PROGRAMS += replay/ubermatch-replay
 replay_ubermatch_replay_SOURCES = replay/replay.cc
-replay_ubermatch_replay_LDADD = matching/libubermatch_matching.la
-EXTRA_DIST += replay/test-replay.sh replay/plot-queue-depth.py replay/rank-check.sh replay/trace-overhead.sh replay/plot-search-cost.py
+replay_ubermatch_replay_LDADD = $(UM_ENGINE_LIBS)
+EXTRA_DIST += replay/test-replay.sh replay/plot-queue-depth.py replay/rank-check.sh \
+	replay/trace-overhead.sh replay/plot-search-cost.py

@@ -63,7 +63,7 @@ for spec in "radix --size 256 --iters 2" "nbody --size 64 --iters 3" "miniamr --
     check "${args[0]} recorded and replayed, 0 mismatches" test $? -eq 0
 done
 for t in probe cancel lifetime; do
-    MPI_TESTS_ONLY=$t bash test/mpi/run-mpi-tests.sh "$build/test-mpi" --mca pml ubermatch \
+    UM_BUILD=$build MPI_TESTS_ONLY=$t bash test/mpi/run-mpi-tests.sh "$build/test-mpi" --mca pml ubermatch \
         --mca pml_ubermatch_trace "$tmp/mpi-$t" >"$tmp/mpi-$t.log" 2>&1
     "$replay" "$tmp/mpi-$t" --no-sweep --reps 1 >"$tmp/mpi-$t.replay" 2>&1
     check "MPI test $t recorded and replayed, 0 mismatches" test $? -eq 0

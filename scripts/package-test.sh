@@ -56,7 +56,8 @@ check() { # description, command...
     if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; fail=1; fi
 }
 
-# The run from the installed copy, as a user would: no component path, no env.sh.
+# The run from the installed copy, as a user would: no component path, no env.sh
+# (the test programs are the build tree's, build/test/mpi/: they use MPI only).
 mpi_run() {
     env -u OMPI_MCA_mca_base_component_path OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         MPI_TESTS_ONLY="pingpong ordering" "$top/test/mpi/run-mpi-tests.sh" "$work/mpi-tests" \

@@ -23,14 +23,22 @@ suite() { # name, command...
     fi
 }
 
-show_logs() { # make check writes the programs' output to logs
-    local rc=0
+# make check: the engine's and the protocol core's tests, and the MPI tests
+# under mpirun --mca pml ubermatch (the default backend, auto) through
+# test/mpi/run-one.sh, as for run-mpi-tests.sh below. It writes the programs'
+# output to logs: the engine's and protocol's are shown whole, of the MPI tests'
+# run-one.sh's verdict (the line before the one automake's driver appends), and
+# on a failure automake's summary of it.
+make_check() {
+    local rc=0 log
     make -C build -j2 check || rc=$?
     cat build/test/engine/*.log build/test/protocol/*.log
+    for log in build/test/mpi/*.log; do tail -n 2 "$log" | head -n 1; done
+    [ $rc -eq 0 ] || cat build/test-suite.log
     return $rc
 }
 
-suite "engine unit and differential tests (10^6 operations per backend), protocol tests" show_logs
+suite "make check: engine unit and differential tests (10^6 operations per backend), protocol tests, MPI tests (backend auto)" make_check
 
 sanitized() {
     make -C build-asan -j2 -s test/engine/unit_tests test/engine/differential_tests &&
@@ -50,6 +58,7 @@ suite "component checks (ompi_info, bad settings, coll/ubermatch)" \
     test/mpi/check-component.sh build/examples/mpi/pingpong_demo "$(echo $backends | sed 's/ /, /g')" \
     build/examples/mpi/coll_demo
 for backend in $backends; do
+    [ "$backend" = auto ] && continue # make check ran them with auto
     suite "MPI tests, backend $backend" test/mpi/run-mpi-tests.sh build/test-mpi \
         --mca pml ubermatch --mca pml_ubermatch_backend "$backend"
 done
@@ -69,8 +78,8 @@ tailq_mpi() {
     MPI_TESTS_ONLY=threads test/mpi/run-mpi-tests.sh build/test-mpi \
         --mca pml ubermatch --mca pml_ubermatch_threading tailq || rc=1
     local out # whole, then searched: grep -q on the pipe would end mpirun early (pipefail)
-    out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_threading tailq \
-        --mca pml_ubermatch_verbose 1 build/test-mpi/thread_order 2>&1)
+    out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_threading tailq \
+        --mca pml_ubermatch_verbose 1 build/test/mpi/thread_order 2>&1)
     grep -q 'multiple (tail queues)' <<<"$out" ||
         { echo "FAIL tail queues not in use under MPI_THREAD_MULTIPLE"; echo "$out" | tail -5; rc=1; }
     return $rc

@@ -79,15 +79,12 @@ export UM_MULTIHOST_NETNS="$host1=$ns1 $host2=$ns2"
 . scripts/env.sh
 
 echo "hosts: $host1 ($addr1, netns $ns1), $host2 ($addr2, netns $ns2), veth ${tag}a-${tag}b"
-# The MPI tests' binaries from run-mpi-tests.sh when they are up to date, else built here.
+# The MPI tests' binaries, from the build tree (make check's programs).
 declare -A bin=()
 for t in pingpong ordering; do
-    bin[$t]=$build/test-mpi/$t
-    if ! [ "${bin[$t]}" -nt "test/mpi/$t.c" ] || ! [ "${bin[$t]}" -nt test/mpi/mpitest.h ]; then
-        bin[$t]=$work/$t
-        mpicc -O2 -Wall -Wextra -Werror -pthread -Itest/mpi -o "${bin[$t]}" "test/mpi/$t.c" || exit 1
-    fi
+    bin[$t]=$build/test/mpi/$t
 done
+make --no-print-directory -s -C "$build" test/mpi/pingpong test/mpi/ordering || exit 1
 
 passed=0
 failed=0

@@ -1,6 +1,6 @@
-# The protocol core of pml/ubermatch: C++ over UCX and the matching engine. It
-# is built without Open MPI's include paths, so that "knows no Open MPI object"
-# is the compiler's to enforce, and is tested alone (test/protocol/).
+# The protocol core of pml/ubermatch: C++ over UCX, hwloc and the engine. It is
+# built without Open MPI's include paths, so that "knows no Open MPI object" is
+# the compiler's to enforce, and is tested alone (test/protocol/).
 noinst_LTLIBRARIES += ompi/mca/pml/ubermatch/protocol/libubermatch_protocol.la
 ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_SOURCES = \
 	ompi/mca/pml/ubermatch/protocol/um_protocol.h \
@@ -17,6 +17,5 @@ ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_SOURCES = \
 	ompi/mca/pml/ubermatch/protocol/topology.h \
 	ompi/mca/pml/ubermatch/protocol/topology.cc \
 	ompi/mca/pml/ubermatch/protocol/c_api.cc
-ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CFLAGS) $(HWLOC_CFLAGS)
-ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_LIBADD = matching/libubermatch_matching.la \
-	$(UCX_LIBS) $(HWLOC_LIBS)
+ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_CPPFLAGS = $(UM_PROTOCOL_CPPFLAGS)
+ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_LIBADD = $(UM_ENGINE_LIBS) $(UCX_LIBS) $(HWLOC_LIBS)
