@@ -33,8 +33,7 @@ protected:
 private:
     size_t bin_of(int32_t source, int32_t tag) const {
         // Fibonacci-style mix, then a multiply-shift range reduction: any bin count works.
-        const uint64_t key = (uint64_t{static_cast<uint32_t>(source)} << 32) | static_cast<uint32_t>(tag);
-        const uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> 32;
+        const uint64_t h = (pack_key(source, tag) * 0x9E3779B97F4A7C15ull) >> 32;
         return static_cast<size_t>((h * nbins_) >> 32);
     }
     static bool is_wild(int32_t source, int32_t tag) {

@@ -6,7 +6,7 @@ Found ExactEngine::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, 
     if (source == UM_ANY_SOURCE || tag == UM_ANY_TAG) {
         return kRefused;
     }
-    Slot &s = slots_[key(source, tag)];
+    Slot &s = slots_[pack_key(source, tag)];
     if (Entry *e = s.unexpected.front()) {
         return pool_.take(s.unexpected, e, 1);
     }
@@ -15,7 +15,7 @@ Found ExactEngine::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, 
 }
 
 Found ExactEngine::do_arrive(int32_t source, int32_t tag, const um_hint_t &, void *message) {
-    Slot &s = slots_[key(source, tag)];
+    Slot &s = slots_[pack_key(source, tag)];
     if (Entry *e = s.posted.front()) {
         return pool_.take(s.posted, e, 1);
     }
@@ -30,7 +30,7 @@ Found ExactEngine::do_probe(int32_t source, int32_t tag, const um_hint_t &, bool
     if (source == UM_ANY_SOURCE || tag == UM_ANY_TAG) {
         return kRefused;
     }
-    const auto it = slots_.find(key(source, tag));
+    const auto it = slots_.find(pack_key(source, tag));
     Entry *e = it != slots_.end() ? it->second.unexpected.front() : nullptr;
     if (e == nullptr) {
         return {nullptr, 0};
@@ -39,7 +39,7 @@ Found ExactEngine::do_probe(int32_t source, int32_t tag, const um_hint_t &, bool
 }
 
 bool ExactEngine::do_cancel(int32_t source, int32_t tag, void *request) {
-    const auto it = slots_.find(key(source, tag));
+    const auto it = slots_.find(pack_key(source, tag));
     return it != slots_.end() && pool_.take_handle(it->second.posted, request);
 }
 

@@ -36,9 +36,6 @@ private:
         PeerQueue posted;
         PeerQueue unexpected;
     };
-    static uint64_t key(int32_t source, int32_t tag) {
-        return (static_cast<uint64_t>(static_cast<uint32_t>(source)) << 32) | static_cast<uint32_t>(tag);
-    }
 
     // Slots stay once made (a communicator uses few keys); their addresses are stable.
     std::unordered_map<uint64_t, Slot> slots_;

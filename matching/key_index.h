@@ -32,7 +32,7 @@ public:
         if (count_ == 0) {
             return nullptr;
         }
-        const uint64_t k = key_of(source, tag);
+        const uint64_t k = pack_key(source, tag);
         for (size_t i = home(k);; i = (i + 1) & mask_) {
             if (slots_[i].key == k) {
                 return &slots_[i].fifo;
@@ -48,7 +48,7 @@ public:
         if (needs_growth()) {
             rehash(grown_capacity());
         }
-        const uint64_t k = key_of(source, tag);
+        const uint64_t k = pack_key(source, tag);
         size_t i = home(k);
         while (slots_[i].key != k && slots_[i].key != kEmpty) {
             i = (i + 1) & mask_;
@@ -63,7 +63,7 @@ public:
 
     // Drops the key of a FIFO that has become empty.
     void erase(int32_t source, int32_t tag) {
-        const uint64_t k = key_of(source, tag);
+        const uint64_t k = pack_key(source, tag);
         size_t i = home(k);
         while (slots_[i].key != k) {
             i = (i + 1) & mask_;
@@ -106,9 +106,6 @@ private:
     static constexpr uint64_t kEmpty = ~uint64_t{0};
     static constexpr size_t kMinCapacity = 16;
 
-    static uint64_t key_of(int32_t source, int32_t tag) {
-        return (uint64_t{static_cast<uint32_t>(source)} << 32) | static_cast<uint32_t>(tag);
-    }
     // Fibonacci hashing: the high bits of the product, spread over the table.
     size_t home(uint64_t k) const {
         return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;

@@ -5,7 +5,6 @@
 namespace ubermatch {
 
 using overtake::kMessage;
-using overtake::make_key;
 using overtake::Slot;
 
 // The slot's own element goes first and the stack's top takes its place, so a
@@ -51,14 +50,14 @@ Found OvertakeEngine<Table>::do_post_recv(int32_t source, int32_t tag, const um_
     if (source == UM_ANY_SOURCE || tag == UM_ANY_TAG) {
         return kRefused;
     }
-    const uint64_t k = make_key(source, tag);
+    const uint64_t k = pack_key(source, tag);
     return match(k | kMessage, k, request, true);
 }
 
 template <class Table>
 Found OvertakeEngine<Table>::do_arrive(int32_t source, int32_t tag, const um_hint_t &,
                                        void *message) {
-    const uint64_t k = make_key(source, tag);
+    const uint64_t k = pack_key(source, tag);
     return match(k, k | kMessage, message, !no_unexpected_);
 }
 
@@ -69,7 +68,7 @@ Found OvertakeEngine<Table>::do_probe(int32_t source, int32_t tag, const um_hint
     }
     uint32_t inspected = 0;
     typename Table::Pos pos;
-    const uint64_t k = make_key(source, tag);
+    const uint64_t k = pack_key(source, tag);
     Slot *s = table_.find(k, inspected, pos);
     if (s == nullptr || s->key != (k | kMessage)) {
         return {nullptr, inspected};
@@ -84,7 +83,7 @@ bool OvertakeEngine<Table>::do_cancel(int32_t source, int32_t tag, void *request
     }
     uint32_t inspected = 0;
     typename Table::Pos pos;
-    const uint64_t k = make_key(source, tag);
+    const uint64_t k = pack_key(source, tag);
     Slot *s = table_.find(k, inspected, pos);
     if (s == nullptr || s->key != k) {
         return false;

@@ -37,13 +37,9 @@ inline constexpr uint64_t kMessage = uint64_t{1} << 63;
 // No element has tag UM_ANY_TAG (0xffffffff), so no key equals this.
 inline constexpr uint64_t kEmpty = ~uint64_t{0};
 
-inline uint64_t make_key(int32_t source, int32_t tag) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(source)) << 32) | static_cast<uint32_t>(tag);
-}
-
 // One key's elements: `handle` and, beyond one, a stack of pooled entries.
 struct Slot {
-    uint64_t key;  // make_key() | kMessage for messages; kEmpty: a free slot
+    uint64_t key;  // pack_key() | kMessage for messages; kEmpty: a free slot
     void *handle;
     Entry *more;   // further elements of the key, the latest first
     bool same(uint64_t k) const { return (key & ~kMessage) == k; }

@@ -30,6 +30,13 @@ struct Entry {
     int32_t tag;
 };
 
+// (source, tag) as one 64-bit key, the source in the high half: what the
+// hashed backends index by. No real key has source 0xFFFFFFFF (UM_ANY_SOURCE)
+// together with tag 0xFFFFFFFF (UM_ANY_TAG), so ~0 is free for "empty".
+inline uint64_t pack_key(int32_t source, int32_t tag) {
+    return (uint64_t{static_cast<uint32_t>(source)} << 32) | static_cast<uint32_t>(tag);
+}
+
 // Does a receive (rsrc, rtag), wildcards allowed, match a message (msrc, mtag)?
 inline bool recv_matches(int32_t rsrc, int32_t rtag, int32_t msrc, int32_t mtag) {
     return (rsrc == msrc || rsrc == UM_ANY_SOURCE) &&
