@@ -100,8 +100,8 @@ public:
     }
     uint64_t reserve_used() const { return reserve_used_; }
     bool short_of_reserve() const { return reserve_.size() < kReserve; }
-    // Whether the reserve may need topping up, read without the pool's lock:
-    // with threads, progress asks at every round and takes the locks only then.
+    // Whether the reserve may need topping up: progress asks at every round
+    // (with threads without the pool's lock) and takes the locks only then.
     bool dipped() const { return dipped_.load(std::memory_order_relaxed); }
     void topped_up() { dipped_.store(short_of_reserve(), std::memory_order_relaxed); }
     // One descriptor back into the reserve (outside UCX's callbacks, where
@@ -251,7 +251,7 @@ public:
                 return n;
             }
             n += static_cast<int>(ucp_worker_progress(worker_));
-            if (UM_UNLIKELY(messages_.short_of_reserve())) {
+            if (UM_UNLIKELY(messages_.dipped())) {
                 top_up_reserve();
             }
             return n;
