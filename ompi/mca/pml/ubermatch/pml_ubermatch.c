@@ -513,8 +513,8 @@ int mca_pml_ubermatch_isend(const void *buf, size_t count, ompi_datatype_t *data
  * nothing gives the core away, as opal_progress does. With threads, Open MPI's
  * own wait: one thread progresses, the others sleep until their request
  * completes (spinning, they took the cores the progressing thread needed:
- * MPICH's threads/pt2pt `threads`, 2 ranks of 4 threads on 2 cores, ran 232 s
- * against 21 s under ob1). */
+ * MPICH's threads/pt2pt `threads`, 2 ranks of 4 threads on 2 cores, timed out
+ * at 180 s where ob1 had just passed in 21 s). */
 #define PML_UM_OPAL_PROGRESS_EVERY 64
 static inline void mca_pml_ubermatch_wait(ompi_request_t *req)
 {
