@@ -134,8 +134,8 @@ fi
 # Two hosts made of network namespaces on this machine; where none can be
 # made (not root, no iproute2, a container without the capability): skipped.
 if why=$(test/multihost/run.sh --probe); then
-    suite "several hosts (2 network namespaces x 2 ranks: pingpong, ordering, fds proxy)" \
-        test/multihost/run.sh build
+    suite "several hosts (2 network namespaces: every MPI test but rma, the fds proxy)" \
+        env UM_MULTIHOST_TESTS=all test/multihost/run.sh build
 else
     echo ">>> several hosts: $why (not counted)"
 fi

@@ -5,6 +5,7 @@
 #
 # usage: test/mpi/run-one.sh [mpirun args...] PROGRAM
 #   e.g. test/mpi/run-one.sh --mca pml ubermatch build/test/mpi/ordering
+#        test/mpi/run-one.sh --ranks ordering    prints 6 (the ranks below)
 #
 # Runs
 #   timeout $MPI_TESTS_TIMEOUT $MPIRUN --oversubscribe [--allow-run-as-root] -np N [mpirun args] PROGRAM
@@ -40,8 +41,13 @@ ranks_of() {
     esac
 }
 
+if [ "${1:-}" = --ranks ] && [ $# -eq 2 ]; then # for other runners (test/multihost)
+    ranks_of "$2"
+    exit 0
+fi
 if [ $# -lt 1 ]; then
     echo "usage: $0 [mpirun args...] PROGRAM" >&2
+    echo "       $0 --ranks TEST   (prints how many ranks TEST runs with)" >&2
     exit 2
 fi
 prog=${!#}

@@ -8,9 +8,10 @@
 #   test/multihost/run.sh [BUILD_DIR]          (root; iproute2, util-linux)
 #   test/multihost/run.sh --probe              can the hosts be made here? (0 or 77)
 #
-# Runs pingpong and ordering (test/mpi) and the fds proxy with 2 hosts x 2
-# ranks (--map-by node: ranks 0 and 2 on the first host, 1 and 3 on the
-# second), backend auto (UM_MULTIHOST_BACKENDS="a b": others), and prints for
+# Runs pingpong and ordering (test/mpi; UM_MULTIHOST_TESTS="a b": others,
+# "all": every MPI test) with their ranks of run-one.sh and the fds proxy with
+# 4 ranks, dealt round robin (--map-by node: even ranks on the first host, odd
+# on the second), backend auto (UM_MULTIHOST_BACKENDS="a b": others), and prints for
 # each job the ranks of each host, the backend and the UCX transports between
 # ranks of the same host and of different hosts. A job passes when it
 # exits 0 and printed its PASS line, its ranks were on both hosts, every rank
@@ -80,22 +81,28 @@ export UM_MULTIHOST_NETNS="$host1=$ns1 $host2=$ns2"
 
 echo "hosts: $host1 ($addr1, netns $ns1), $host2 ($addr2, netns $ns2), veth ${tag}a-${tag}b"
 # The MPI tests' binaries, from the build tree (make check's programs).
-declare -A bin=()
-for t in pingpong ordering; do
-    bin[$t]=$build/test/mpi/$t
-done
-make --no-print-directory -s -C "$build" test/mpi/pingpong test/mpi/ordering || exit 1
+tests=${UM_MULTIHOST_TESTS:-pingpong ordering}
+if [ "$tests" = all ]; then
+    tests=$(make --no-print-directory -s -C "$build" print-mpi-tests | xargs -n1 basename | grep -vx rma) || exit 1
+    # Stock Open MPI 4.1.4 makes no window between these hosts with any PML
+    # (MPI_Win_allocate: MPI_ERR_WIN with ob1 over TCP and with pml_ucx too):
+    # osc/rdma wants an RDMA network, osc/ucx UCX's RDMA transports.
+    echo "SKIP rma between hosts: Open MPI 4.1.4's one-sided components make no window over TCP here (ob1, pml_ucx alike)"
+fi
+progs=()
+for t in $tests; do progs+=("test/mpi/$t"); done
+make --no-print-directory -s -C "$build" "${progs[@]}" || exit 1
 
 passed=0
 failed=0
-# job NAME BACKEND PROGRAM [ARGS...]: runs it from the first host and checks it.
+# job NAME NP BACKEND PROGRAM [ARGS...]: runs it from the first host and checks it.
 job() {
-    local name=$1 backend=$2
-    shift 2
+    local name=$1 np=$2 backend=$3
+    shift 3
     local log=$work/$name.log start=$SECONDS
     timeout -k 5 60 "$here/host.sh" "$ns1" $host1 mpirun --hostfile "$work/hostfile" \
         --mca plm_rsh_agent "$here/agent.sh" --mca oob_tcp_if_include 10.77.0.0/24 \
-        -np 4 --map-by node --mca pml ubermatch --mca pml_ubermatch_backend "$backend" \
+        -np "$np" --oversubscribe --map-by node --mca pml ubermatch --mca pml_ubermatch_backend "$backend" \
         --mca pml_ubermatch_verbose 2 "$@" >"$log" 2>&1 </dev/null
     local rc=$?
     # "rank R on H: connected to process P (same|other node), UCX T"
@@ -107,7 +114,9 @@ job() {
         [ -n "$r" ] && host_of[$r]=$h
     done <<<"$conns"
     local placement=""
-    for r in 0 1 2 3; do
+    local -A on_host=()
+    for h in "${host_of[@]}"; do on_host[$h]=$((${on_host[$h]:-0} + 1)); done
+    for ((r = 0; r < np; r++)); do
         placement+="rank $r on ${host_of[$r]:-?}, "
         [ "${host_of[$r]:-}" = "$([ $((r % 2)) -eq 0 ] && echo $host1 || echo $host2)" ] ||
             bad+="rank $r not on its host; "
@@ -131,15 +140,21 @@ job() {
     # "rank R: shared-memory rings: S messages sent through N, ..."
     local rings
     rings=$(sed -n 's/.*rank \([0-9]*\): shared-memory rings: [0-9]* messages sent through \([0-9]*\),.*/\1 \2/p' "$log")
+    local peers
     while read -r r n; do
-        [ -n "$r" ] && [ "$n" -gt 1 ] && bad+="rank $r wrote to $n rings, it has 1 peer on its host; "
+        [ -n "$r" ] || continue
+        peers=$((${on_host[${host_of[$r]:-?}]:-1} - 1))
+        [ "$n" -gt "$peers" ] && bad+="rank $r wrote to $n rings, it has $peers peers on its host; "
     done <<<"$rings"
-    if [ $rc -eq 0 ] && grep -q "^PASS " "$log" && [ -z "$bad" ]; then
+    # unanchored: mpirun can split a long stderr line around it (run-one.sh)
+    local pass
+    pass=$(grep -m1 -o "PASS ${name%% *} .*" "$log")
+    if [ $rc -eq 0 ] && [ -n "$pass" ] && [ -z "$bad" ]; then
         passed=$((passed + 1))
-        echo "PASS $name, backend $backend ($((SECONDS - start)) s): $(grep -m1 '^PASS ' "$log")"
+        echo "PASS $name, backend $backend, np $np ($((SECONDS - start)) s): $pass"
     else
         failed=$((failed + 1))
-        echo "FAIL $name, backend $backend (exit code $rc): ${bad:-no PASS line}"
+        echo "FAIL $name, backend $backend, np $np (exit code $rc, $((SECONDS - start)) s): ${bad:-no PASS line}"
         tail -n 20 "$log" | sed 's/^/    | /'
     fi
     echo "    ${placement%, }"
@@ -149,9 +164,10 @@ job() {
 }
 
 for backend in $backends; do
-    job pingpong "$backend" "${bin[pingpong]}"
-    job ordering "$backend" "${bin[ordering]}"
-    job "fds proxy" "$backend" "$build/examples/proxies/fds" --size 4 --iters 3
+    for t in $tests; do
+        job "$t" "$(test/mpi/run-one.sh --ranks "$t")" "$backend" "$build/test/mpi/$t"
+    done
+    job "fds proxy" 4 "$backend" "$build/examples/proxies/fds" --size 4 --iters 3
 done
 if [ -n "${UM_MULTIHOST_BENCH:-}" ]; then
     for pml in ${UM_MULTIHOST_BENCH_PMLS:-ubermatch}; do
