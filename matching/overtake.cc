@@ -1,11 +1,17 @@
 #include "matching/overtake.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ubermatch {
 
 using overtake::kMessage;
 using overtake::Slot;
+
+namespace {
+int32_t source_of(uint64_t key) { return static_cast<int32_t>((key & ~kMessage) >> 32); }
+int32_t tag_of(uint64_t key) { return static_cast<int32_t>(static_cast<uint32_t>(key)); }
+} // namespace
 
 // The slot's own element goes first and the stack's top takes its place, so a
 // later element of the key never goes before one a probe has named (a probe
@@ -18,18 +24,64 @@ void *OvertakeEngine<Table>::take(Slot *s) {
         s->more = e->q.next;
         pool_.put(e);
     } else {
+        if (for_any_tag(s->key)) {
+            --msg_tags_[static_cast<size_t>(source_of(s->key))].live;
+        }
         table_.erase(s);
     }
     return handle;
 }
 
 template <class Table>
+Slot *OvertakeEngine<Table>::message_of(int32_t source, uint32_t &inspected) {
+    SourceTags &st = msg_tags_[static_cast<size_t>(source)];
+    while (st.live > 0 && !st.tags.empty()) {
+        typename Table::Pos pos{};
+        const uint64_t k = pack_key(source, st.tags.back());
+        Slot *s = table_.find(k, inspected, pos);
+        if (s != nullptr && s->key == (k | kMessage)) {
+            return s;
+        }
+        st.tags.pop_back(); // stale: that key's messages were taken
+    }
+    return nullptr;
+}
+
+template <class Table>
+void OvertakeEngine<Table>::add_message_key(int32_t source, int32_t tag) {
+    SourceTags &st = msg_tags_[static_cast<size_t>(source)];
+    ++st.live;
+    st.tags.push_back(tag);
+    if (st.tags.size() <= 2 * size_t{st.live} + 16) {
+        return;
+    }
+    // Keep each live key once: sorted, unique, present in the table.
+    std::sort(st.tags.begin(), st.tags.end());
+    st.tags.erase(std::unique(st.tags.begin(), st.tags.end()), st.tags.end());
+    st.tags.erase(std::remove_if(st.tags.begin(), st.tags.end(),
+                                 [&](int32_t t) {
+                                     uint32_t ignored = 0;
+                                     typename Table::Pos pos{};
+                                     const uint64_t k = pack_key(source, t);
+                                     const Slot *s = table_.find(k, ignored, pos);
+                                     return s == nullptr || s->key != (k | kMessage);
+                                 }),
+                  st.tags.end());
+}
+
+template <class Table>
 Found OvertakeEngine<Table>::match(uint64_t want, uint64_t put, void *handle, bool queue) {
     uint32_t inspected = 0;
-    typename Table::Pos pos;
+    typename Table::Pos pos{};
     Slot *s = table_.find(want & ~kMessage, inspected, pos);
     if (s != nullptr && s->key == want) {
         return {take(s), inspected};
+    }
+    if (for_any_tag(put)) { // an ANY_TAG receive of its source may take it
+        PeerQueue &q = any_tag_recvs_[static_cast<size_t>(source_of(put))];
+        if (!q.empty()) {
+            return pool_.take(q, q.front(), inspected);
+        }
     }
     if (!queue) {
         return {nullptr, inspected, UM_ERR_ASSERTION};
@@ -40,6 +92,9 @@ Found OvertakeEngine<Table>::match(uint64_t want, uint64_t put, void *handle, bo
         s->more = e;
     } else {
         table_.insert(pos, put, handle);
+        if (for_any_tag(put)) {
+            add_message_key(source_of(put), tag_of(put));
+        }
     }
     return {nullptr, inspected};
 }
@@ -47,8 +102,16 @@ Found OvertakeEngine<Table>::match(uint64_t want, uint64_t put, void *handle, bo
 template <class Table>
 Found OvertakeEngine<Table>::do_post_recv(int32_t source, int32_t tag, const um_hint_t &,
                                           void *request) {
-    if (source == UM_ANY_SOURCE || tag == UM_ANY_TAG) {
+    if (source == UM_ANY_SOURCE || (tag == UM_ANY_TAG && !any_tag_)) {
         return kRefused;
+    }
+    if (tag == UM_ANY_TAG) {
+        uint32_t inspected = 0;
+        if (Slot *s = message_of(source, inspected)) {
+            return {take(s), inspected};
+        }
+        any_tag_recvs_[static_cast<size_t>(source)].push_back(pool_.get(source, tag, request, 0));
+        return {nullptr, inspected};
     }
     const uint64_t k = pack_key(source, tag);
     return match(k | kMessage, k, request, true);
@@ -63,14 +126,20 @@ Found OvertakeEngine<Table>::do_arrive(int32_t source, int32_t tag, const um_hin
 
 template <class Table>
 Found OvertakeEngine<Table>::do_probe(int32_t source, int32_t tag, const um_hint_t &, bool remove) {
-    if (source == UM_ANY_SOURCE || tag == UM_ANY_TAG) {
+    if (source == UM_ANY_SOURCE || (tag == UM_ANY_TAG && !any_tag_)) {
         return kRefused;
     }
     uint32_t inspected = 0;
-    typename Table::Pos pos;
-    const uint64_t k = pack_key(source, tag);
-    Slot *s = table_.find(k, inspected, pos);
-    if (s == nullptr || s->key != (k | kMessage)) {
+    Slot *s = nullptr;
+    if (tag == UM_ANY_TAG) {
+        s = message_of(source, inspected);
+    } else {
+        typename Table::Pos pos{};
+        const uint64_t k = pack_key(source, tag);
+        s = table_.find(k, inspected, pos);
+        s = s != nullptr && s->key == (k | kMessage) ? s : nullptr;
+    }
+    if (s == nullptr) {
         return {nullptr, inspected};
     }
     return {remove ? take(s) : top(*s), inspected};
@@ -78,11 +147,14 @@ Found OvertakeEngine<Table>::do_probe(int32_t source, int32_t tag, const um_hint
 
 template <class Table>
 bool OvertakeEngine<Table>::do_cancel(int32_t source, int32_t tag, void *request) {
-    if (source == UM_ANY_SOURCE || tag == UM_ANY_TAG) {
+    if (source == UM_ANY_SOURCE) {
         return false; // never queued here
     }
+    if (tag == UM_ANY_TAG) {
+        return any_tag_ && pool_.take_handle(any_tag_recvs_[static_cast<size_t>(source)], request);
+    }
     uint32_t inspected = 0;
-    typename Table::Pos pos;
+    typename Table::Pos pos{};
     const uint64_t k = pack_key(source, tag);
     Slot *s = table_.find(k, inspected, pos);
     if (s == nullptr || s->key != k) {
@@ -115,18 +187,34 @@ void OvertakeEngine<Table>::visit(const Visitor &f) const {
             f(posted, QueuedElement{0, e->handle, source, tag});
         }
     });
+    for (const PeerQueue &q : any_tag_recvs_) {
+        visit_queue(q, true, f);
+    }
+}
+
+template <class Table>
+uint64_t OvertakeEngine<Table>::bytes_used() const {
+    uint64_t tags = 0;
+    for (const SourceTags &st : msg_tags_) {
+        tags += st.tags.capacity() * sizeof(int32_t);
+    }
+    return sizeof(*this) + table_.bytes() + pool_.bytes() +
+           any_tag_recvs_.capacity() * sizeof(PeerQueue) + msg_tags_.capacity() * sizeof(SourceTags) +
+           tags;
 }
 
 template class OvertakeEngine<overtake::OpenTable>;
 template class OvertakeEngine<overtake::TwoLevelTable>;
 
 std::unique_ptr<Engine> make_overtake_engine(const char *table, int32_t comm_size,
-                                             bool no_unexpected, const char *name) {
+                                             bool no_unexpected, const char *name, bool any_tag) {
     if (std::strcmp(table, overtake::OpenTable::kName) == 0) {
-        return std::make_unique<OvertakeEngine<overtake::OpenTable>>(comm_size, no_unexpected, name);
+        return std::make_unique<OvertakeEngine<overtake::OpenTable>>(comm_size, no_unexpected,
+                                                                     any_tag, name);
     }
     if (std::strcmp(table, overtake::TwoLevelTable::kName) == 0) {
-        return std::make_unique<OvertakeEngine<overtake::TwoLevelTable>>(comm_size, no_unexpected, name);
+        return std::make_unique<OvertakeEngine<overtake::TwoLevelTable>>(comm_size, no_unexpected,
+                                                                         any_tag, name);
     }
     return nullptr;
 }

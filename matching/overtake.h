@@ -10,6 +10,11 @@
 // UM_ERR_ASSERTION; `overtake-nounexp` also refuses an arrival no receive
 // awaits.
 //
+// `overtake-anytag` (-nounexp) drops mpi_assert_no_any_tag from the contract:
+// an ANY_TAG receive may take any message of its source. Such receives wait
+// in a queue per source; each source keeps the tags under which its messages
+// wait, so an ANY_TAG receive finds one in a probe or two, not a scan.
+//
 // The engine is a template over the table (overtake_table.h); the registry's
 // `overtake` uses linear probing (kOvertakeTable, chosen by measurement), the
 // other stays for the benchmark and the tests (make_overtake_engine).
@@ -17,6 +22,7 @@
 #define UBERMATCH_MATCHING_OVERTAKE_H
 
 #include <memory>
+#include <vector>
 
 #include "matching/engine.h"
 #include "matching/overtake_table.h"
@@ -27,8 +33,10 @@ namespace ubermatch {
 template <class Table>
 class OvertakeEngine final : public Engine {
 public:
-    OvertakeEngine(int32_t comm_size, bool no_unexpected, const char *name)
-        : Engine(comm_size), no_unexpected_(no_unexpected), name_(name) {}
+    OvertakeEngine(int32_t comm_size, bool no_unexpected, bool any_tag, const char *name)
+        : Engine(comm_size), any_tag_recvs_(any_tag ? static_cast<size_t>(comm_size) : 0),
+          msg_tags_(any_tag ? static_cast<size_t>(comm_size) : 0), no_unexpected_(no_unexpected),
+          any_tag_(any_tag), name_(name) {}
     const char *name() const override { return name_; }
 
 protected:
@@ -37,8 +45,8 @@ protected:
     Found do_probe(int32_t source, int32_t tag, const um_hint_t &hint, bool remove) override;
     bool do_cancel(int32_t source, int32_t tag, void *request) override;
     void visit(const Visitor &f) const override;
-    uint64_t queues_allocated() const override { return 1; }
-    uint64_t bytes_used() const override { return sizeof(*this) + table_.bytes() + pool_.bytes(); }
+    uint64_t queues_allocated() const override { return 1 + any_tag_recvs_.size(); }
+    uint64_t bytes_used() const override;
 
 private:
     // Takes an element of `want` (a key with its kind bit) or, when queue is
@@ -47,10 +55,31 @@ private:
     // The element take() would remove next.
     static void *top(const overtake::Slot &s) { return s.handle; }
     void *take(overtake::Slot *s);
+    // A message key an ANY_TAG receive may take (any_tag_; not Open MPI's
+    // negative tags, which ANY_TAG never matches).
+    bool for_any_tag(uint64_t key) const {
+        return any_tag_ && (key & overtake::kMessage) != 0 && static_cast<int32_t>(static_cast<uint32_t>(key)) >= 0;
+    }
+    // any_tag_ only: a slot of messages of `source`, or nullptr.
+    overtake::Slot *message_of(int32_t source, uint32_t &inspected);
+    // any_tag_ only: a message key of `source` entered the table.
+    void add_message_key(int32_t source, int32_t tag);
+
+    // Tags of one source's message keys, for ANY_TAG receives. Entries go
+    // stale when a key empties and are dropped when met (message_of) or when
+    // they outnumber the live keys twice (add_message_key), so upkeep is
+    // amortised O(1) without a back pointer from the table's moving slots.
+    struct SourceTags {
+        std::vector<int32_t> tags;
+        uint32_t live = 0; // this source's message keys in the table
+    };
 
     Table table_;
-    EntryPool pool_; // the elements of a key beyond its first
+    EntryPool pool_; // the elements of a key beyond its first; ANY_TAG receives
+    std::vector<PeerQueue> any_tag_recvs_; // per source (any_tag_)
+    std::vector<SourceTags> msg_tags_;     // per source (any_tag_)
     const bool no_unexpected_;
+    const bool any_tag_;
     const char *const name_;
 };
 
@@ -61,8 +90,10 @@ private:
 inline constexpr const char *kOvertakeTable = "open";
 
 // "open" or "two-level" (overtake_table.h); nullptr for another name.
+// any_tag: ANY_TAG receives and probes allowed (overtake-anytag).
 std::unique_ptr<Engine> make_overtake_engine(const char *table, int32_t comm_size,
-                                             bool no_unexpected, const char *name);
+                                             bool no_unexpected, const char *name,
+                                             bool any_tag = false);
 
 } // namespace ubermatch
 

@@ -109,6 +109,14 @@ const std::vector<Backend> &table() {
      [](int32_t n, const um_params_t &) {
          return make_overtake_engine(kOvertakeTable, n, true, "overtake-nounexp");
      }, "mpi_assert_no_any_source,mpi_assert_no_any_tag,mpi_assert_allow_overtaking,ubermatch_no_unexpected"},
+    {"overtake-anytag", "overtake, and an ANY_TAG receive takes any message of its source (mpi_assert_allow_overtaking + mpi_assert_no_any_source)",
+     [](int32_t n, const um_params_t &) {
+         return make_overtake_engine(kOvertakeTable, n, false, "overtake-anytag", true);
+     }, "mpi_assert_no_any_source,mpi_assert_allow_overtaking"},
+    {"overtake-anytag-nounexp", "overtake-anytag, and an arrival no receive awaits is refused (mpi_assert_allow_overtaking + mpi_assert_no_any_source + ubermatch_no_unexpected)",
+     [](int32_t n, const um_params_t &) {
+         return make_overtake_engine(kOvertakeTable, n, true, "overtake-anytag-nounexp", true);
+     }, "mpi_assert_no_any_source,mpi_assert_allow_overtaking,ubermatch_no_unexpected"},
     };
     return kBackends;
 }

@@ -87,12 +87,13 @@ struct Relaxed {
 // A handle no engine returns: the model's answer where the engine's is wrong.
 void *const kWrong = reinterpret_cast<void *>(~uintptr_t{0});
 
-// Overtaking (mpi_assert_allow_overtaking, exact keys only): the engine may
-// take any queued element of the key, so the model checks the engine's choice
-// and then follows it. What it may do: take any element of exactly the
-// operation's key. What it must not: take an element of another key, one not
-// queued (taken before: a duplicate), or nothing while an element of the key
-// waits (a loss); under no-unexpected, refuse an arrival a receive awaits.
+// Overtaking (mpi_assert_allow_overtaking): the engine may take any queued
+// element MPI's rule pairs with the operation, so the model checks the
+// engine's choice and then follows it. What it may do: take any such element
+// (an ANY_TAG receive any message of its source, where ANY_TAG is allowed).
+// What it must not: take an element that does not match, one not queued
+// (taken before: a duplicate), or nothing while a matching element waits (a
+// loss); under no-unexpected, refuse an arrival a receive awaits.
 // Sets want_rc and returns the handle the model accepts (kWrong: none would do).
 void *overtaking_step(Engine &engine, Oracle &model, const Op &op, const Relaxed &relaxed,
                       int32_t comm_size, int &want_rc, int &got_rc, um_match_t &got) {

@@ -98,9 +98,15 @@ int Oracle::cancel(int32_t source, int32_t, void *request, bool *removed) {
     return UM_OK;
 }
 
+// posted: `e` is a receive and (source, tag) a message; else the reverse.
+static bool pairs(bool posted, const OracleEntry &e, int32_t source, int32_t tag) {
+    const OracleEntry other{source, tag, nullptr};
+    return posted ? Oracle::matches(e, other) : Oracle::matches(other, e);
+}
+
 bool Oracle::holds(bool posted, int32_t source, int32_t tag) const {
     for (const OracleEntry &e : posted ? posted_ : unexpected_) {
-        if (e.source == source && e.tag == tag) {
+        if (pairs(posted, e, source, tag)) {
             return true;
         }
     }
@@ -111,7 +117,7 @@ bool Oracle::find(bool posted, int32_t source, int32_t tag, const void *handle, 
     std::vector<OracleEntry> &q = posted ? posted_ : unexpected_;
     for (size_t i = 0; i < q.size(); ++i) {
         if (q[i].handle == handle) {
-            if (q[i].source != source || q[i].tag != tag) {
+            if (!pairs(posted, q[i], source, tag)) {
                 return false;
             }
             if (remove) {

@@ -28,17 +28,20 @@ public:
     int probe(int32_t source, int32_t tag, bool remove, void **matched);
     int cancel(int32_t source, int32_t tag, void *request, bool *removed);
 
-    // For engines that may take any element of a key (overtaking): is an
-    // element of exactly (source, tag) queued; is the element `handle` queued
-    // with exactly that key (then removed when `remove`).
+    // For engines that may take any matching element (overtaking): is an
+    // element queued that MPI's rule pairs with (source, tag) (a message with
+    // a receive; wildcards in the receive); is the element `handle` queued and
+    // such an element (then removed when `remove`).
     bool holds(bool posted, int32_t source, int32_t tag) const;
     bool find(bool posted, int32_t source, int32_t tag, const void *handle, bool remove);
 
     const std::vector<OracleEntry> &posted() const { return posted_; }
     const std::vector<OracleEntry> &unexpected() const { return unexpected_; }
 
-private:
+    // MPI's rule: does receive `recv` (wildcards allowed) take message `msg`?
     static bool matches(const OracleEntry &recv, const OracleEntry &msg);
+
+private:
     bool source_ok(int32_t source, bool wildcard_ok) const;
 
     int32_t comm_size_;

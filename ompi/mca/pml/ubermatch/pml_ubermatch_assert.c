@@ -29,7 +29,8 @@ int mca_pml_ubermatch_assert_register(void)
         "probe they rule out fails with MPI_ERR_RANK or MPI_ERR_TAG; mpi_assert_no_any_source with "
         "mpi_assert_no_any_tag, and our ubermatch_no_unexpected, choose the relaxed engines exact "
         "and exact-nounexp, never slower than auto in docs/relaxed.md, and with "
-        "mpi_assert_allow_overtaking overtake and overtake-nounexp), all (as honour, and "
+        "mpi_assert_allow_overtaking overtake and overtake-nounexp; mpi_assert_no_any_source "
+        "with mpi_assert_allow_overtaking, overtake-anytag(-nounexp)), all (as honour, and "
         "mpi_assert_no_any_source alone chooses nosource(-nounexp), faster than auto over many "
         "sources but linear in one source's depth), ignore (as if no communicator had any)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
@@ -71,8 +72,9 @@ static char *set_no_unexpected(opal_infosubscriber_t *obj, char *key, char *valu
 }
 
 /* The relaxed engine for a set of assertions; NULL: none fits, the configured one.
- * allow_overtaking buys the overtaking hash only with both wildcards ruled out;
- * exact_length buys nothing here yet (docs/relaxed.md). nosource
+ * allow_overtaking buys the overtaking hash once ANY_SOURCE is ruled out (with
+ * ANY_TAG allowed, its -anytag form); exact_length buys nothing here yet
+ * (docs/relaxed.md). nosource
  * only with pml_ubermatch_assertions = all: its queue per source is a list, 0.03x auto
  * behind 1024 entries of one source (docs/relaxed.md). */
 static const char *backend_for(uint32_t a)
@@ -83,6 +85,9 @@ static const char *backend_for(uint32_t a)
     }
     if ((a & OMPI_COMM_ASSERT_NO_ANY_TAG) && (a & OMPI_COMM_ASSERT_ALLOW_OVERTAKE)) {
         return no_unexp ? "overtake-nounexp" : "overtake";
+    }
+    if (a & OMPI_COMM_ASSERT_ALLOW_OVERTAKE) {
+        return no_unexp ? "overtake-anytag-nounexp" : "overtake-anytag";
     }
     if (a & OMPI_COMM_ASSERT_NO_ANY_TAG) {
         return no_unexp ? "exact-nounexp" : "exact";
