@@ -25,7 +25,8 @@ void *OvertakeEngine<Table>::take(Slot *s) {
         pool_.put(e);
     } else {
         if (for_any_tag(s->key)) {
-            --msg_tags_[static_cast<size_t>(source_of(s->key))].live;
+            SourceTags &st = msg_tags_[static_cast<size_t>(source_of(s->key))];
+            st.live -= st.indexed ? 1 : 0;
         }
         table_.erase(s);
     }
@@ -35,6 +36,15 @@ void *OvertakeEngine<Table>::take(Slot *s) {
 template <class Table>
 Slot *OvertakeEngine<Table>::message_of(int32_t source, uint32_t &inspected) {
     SourceTags &st = msg_tags_[static_cast<size_t>(source)];
+    if (!st.indexed) { // the source's first ANY_TAG search: list its tags once, keep them from now on
+        table_.for_each([&](const Slot &s) {
+            if (for_any_tag(s.key) && source_of(s.key) == source) {
+                st.tags.push_back(tag_of(s.key));
+                ++st.live;
+            }
+        });
+        st.indexed = true;
+    }
     while (st.live > 0 && !st.tags.empty()) {
         typename Table::Pos pos{};
         const uint64_t k = pack_key(source, st.tags.back());
@@ -50,6 +60,9 @@ Slot *OvertakeEngine<Table>::message_of(int32_t source, uint32_t &inspected) {
 template <class Table>
 void OvertakeEngine<Table>::add_message_key(int32_t source, int32_t tag) {
     SourceTags &st = msg_tags_[static_cast<size_t>(source)];
+    if (!st.indexed) {
+        return;
+    }
     ++st.live;
     st.tags.push_back(tag);
     if (st.tags.size() <= 2 * size_t{st.live} + 16) {

@@ -65,13 +65,16 @@ private:
     // any_tag_ only: a message key of `source` entered the table.
     void add_message_key(int32_t source, int32_t tag);
 
-    // Tags of one source's message keys, for ANY_TAG receives. Entries go
-    // stale when a key empties and are dropped when met (message_of) or when
-    // they outnumber the live keys twice (add_message_key), so upkeep is
-    // amortised O(1) without a back pointer from the table's moving slots.
+    // Tags of one source's message keys, for ANY_TAG receives, kept from the
+    // source's first ANY_TAG search on (a program that never uses ANY_TAG
+    // pays nothing). Entries go stale when a key empties and are dropped when
+    // met (message_of) or when they outnumber the live keys twice
+    // (add_message_key), so upkeep is amortised O(1) without a back pointer
+    // from the table's moving slots.
     struct SourceTags {
         std::vector<int32_t> tags;
-        uint32_t live = 0; // this source's message keys in the table
+        uint32_t live = 0;    // this source's message keys in the table (once indexed)
+        bool indexed = false; // tags and live are kept
     };
 
     Table table_;
