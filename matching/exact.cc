@@ -2,57 +2,70 @@
 
 namespace ubermatch {
 
+Found ExactEngine::take_head(KeyIndex &index, int32_t source, int32_t tag) {
+    PeerQueue *q = index.find(source, tag);
+    if (q == nullptr) {
+        return {nullptr, 0};
+    }
+    const Found f = pool_.take(*q, q->front(), 1);
+    if (q->empty()) {
+        index.erase(source, tag);
+    }
+    return f;
+}
+
 Found ExactEngine::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, void *request) {
     if (source == UM_ANY_SOURCE || tag == UM_ANY_TAG) {
         return kRefused;
     }
-    Slot &s = slots_[pack_key(source, tag)];
-    if (Entry *e = s.unexpected.front()) {
-        return pool_.take(s.unexpected, e, 1);
+    const Found f = take_head(unexpected_, source, tag);
+    if (f.handle == nullptr) {
+        posted_.insert(source, tag).push_back(pool_.get(source, tag, request, next_seq()));
     }
-    s.posted.push_back(pool_.get(source, tag, request, next_seq()));
-    return {nullptr, 0};
+    return f;
 }
 
 Found ExactEngine::do_arrive(int32_t source, int32_t tag, const um_hint_t &, void *message) {
-    Slot &s = slots_[pack_key(source, tag)];
-    if (Entry *e = s.posted.front()) {
-        return pool_.take(s.posted, e, 1);
+    const Found f = take_head(posted_, source, tag);
+    if (f.handle != nullptr) {
+        return f;
     }
     if (no_unexpected_) {
         return kRefused;
     }
-    s.unexpected.push_back(pool_.get(source, tag, message, next_seq()));
-    return {nullptr, 0};
+    unexpected_.insert(source, tag).push_back(pool_.get(source, tag, message, next_seq()));
+    return f;
 }
 
 Found ExactEngine::do_probe(int32_t source, int32_t tag, const um_hint_t &, bool remove) {
     if (source == UM_ANY_SOURCE || tag == UM_ANY_TAG) {
         return kRefused;
     }
-    const auto it = slots_.find(pack_key(source, tag));
-    Entry *e = it != slots_.end() ? it->second.unexpected.front() : nullptr;
-    if (e == nullptr) {
-        return {nullptr, 0};
+    if (remove) {
+        return take_head(unexpected_, source, tag);
     }
-    return remove ? pool_.take(it->second.unexpected, e, 1) : Found{e->handle, 1};
+    const PeerQueue *q = unexpected_.find(source, tag);
+    return q != nullptr ? Found{q->front()->handle, 1} : Found{nullptr, 0};
 }
 
 bool ExactEngine::do_cancel(int32_t source, int32_t tag, void *request) {
-    const auto it = slots_.find(pack_key(source, tag));
-    return it != slots_.end() && pool_.take_handle(it->second.posted, request);
+    PeerQueue *q = posted_.find(source, tag);
+    if (q == nullptr || !pool_.take_handle(*q, request)) {
+        return false;
+    }
+    if (q->empty()) {
+        posted_.erase(source, tag);
+    }
+    return true;
 }
 
 void ExactEngine::visit(const Visitor &f) const {
-    for (const auto &kv : slots_) {
-        visit_queue(kv.second.posted, true, f);
-        visit_queue(kv.second.unexpected, false, f);
-    }
+    posted_.for_each([&f](const PeerQueue &q) { visit_queue(q, true, f); });
+    unexpected_.for_each([&f](const PeerQueue &q) { visit_queue(q, false, f); });
 }
 
 uint64_t ExactEngine::bytes_used() const {
-    return sizeof(*this) + slots_.size() * (sizeof(Slot) + sizeof(uint64_t) + 2 * sizeof(void *)) +
-           slots_.bucket_count() * sizeof(void *) + pool_.bytes();
+    return sizeof(*this) + posted_.bytes() + unexpected_.bytes() + pool_.bytes();
 }
 
 } // namespace ubermatch

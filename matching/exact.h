@@ -1,17 +1,17 @@
 // `exact`: for communicators asserting both mpi_assert_no_any_source and
 // mpi_assert_no_any_tag. A receive and a message match only on an equal
-// (source, tag), so both queues are one hash table from that key to a FIFO
-// of receives and a FIFO of messages: one look-up, no wildcard path. Order
-// within a key is MPI's (non-overtaking). A wildcard receive or probe is
-// refused with UM_ERR_ASSERTION.
+// (source, tag), so each queue is a hash index from that key to its FIFO
+// (receives, messages): one look-up, no wildcard path. A key leaves its index
+// when its FIFO empties, so memory follows what is queued, not every key
+// seen. Order within a key is MPI's (non-overtaking). A wildcard receive or
+// probe is refused with UM_ERR_ASSERTION.
 //
 // `exact-nounexp` also refuses (does not queue) an arrival no receive awaits.
 #ifndef UBERMATCH_MATCHING_EXACT_H
 #define UBERMATCH_MATCHING_EXACT_H
 
-#include <unordered_map>
-
 #include "matching/engine.h"
+#include "matching/key_index.h"
 #include "matching/queue.h"
 
 namespace ubermatch {
@@ -28,17 +28,15 @@ protected:
     Found do_probe(int32_t source, int32_t tag, const um_hint_t &hint, bool remove) override;
     bool do_cancel(int32_t source, int32_t tag, void *request) override;
     void visit(const Visitor &f) const override;
-    uint64_t queues_allocated() const override { return 2 * slots_.size(); }
+    uint64_t queues_allocated() const override { return posted_.keys() + unexpected_.keys(); }
     uint64_t bytes_used() const override;
 
 private:
-    struct Slot {
-        PeerQueue posted;
-        PeerQueue unexpected;
-    };
+    // Takes the head of `index`'s FIFO of the key, if any; the key leaves when it empties.
+    Found take_head(KeyIndex &index, int32_t source, int32_t tag);
 
-    // Slots stay once made (a communicator uses few keys); their addresses are stable.
-    std::unordered_map<uint64_t, Slot> slots_;
+    KeyIndex posted_;
+    KeyIndex unexpected_;
     EntryPool pool_;
     const bool no_unexpected_;
 };
