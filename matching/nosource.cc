@@ -3,32 +3,76 @@
 namespace ubermatch {
 
 NoSourceEngine::NoSourceEngine(int32_t comm_size, bool no_unexpected)
-    : Engine(comm_size), posted_(static_cast<size_t>(comm_size)),
-      unexpected_(static_cast<size_t>(comm_size)), no_unexpected_(no_unexpected) {}
+    : Engine(comm_size), posted_any_(static_cast<size_t>(comm_size)),
+      arrivals_(static_cast<size_t>(comm_size)), no_unexpected_(no_unexpected) {}
+
+Entry *NoSourceEngine::message_for(int32_t source, int32_t tag, uint32_t &inspected) {
+    if (tag == UM_ANY_TAG) {
+        Entry *e = arrivals_[static_cast<size_t>(source)].front();
+        inspected += e != nullptr ? 1 : 0;
+        return e;
+    }
+    PeerQueue *q = unexpected_.find(source, tag);
+    if (q == nullptr) {
+        return nullptr;
+    }
+    ++inspected;
+    return q->front();
+}
+
+Found NoSourceEngine::take_message(Entry *e, uint32_t inspected) {
+    const int32_t source = e->source;
+    const int32_t tag = e->tag;
+    if (tag >= 0) {
+        arrivals_[static_cast<size_t>(source)].remove(e);
+    }
+    PeerQueue &q = *unexpected_.find(source, tag);
+    const Found f = pool_.take(q, e, inspected);
+    if (q.empty()) {
+        unexpected_.erase(source, tag);
+    }
+    return f;
+}
 
 Found NoSourceEngine::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, void *request) {
     if (source == UM_ANY_SOURCE) {
         return kRefused;
     }
     uint32_t inspected = 0;
-    PeerQueue &msgs = unexpected_[static_cast<size_t>(source)];
-    if (Entry *e = msgs.find_message(source, tag, inspected)) {
-        return pool_.take(msgs, e, inspected);
+    if (Entry *e = message_for(source, tag, inspected)) {
+        return take_message(e, inspected);
     }
-    posted_[static_cast<size_t>(source)].push_back(pool_.get(source, tag, request, next_seq()));
+    Entry *r = pool_.get(source, tag, request, next_seq());
+    (tag == UM_ANY_TAG ? posted_any_[static_cast<size_t>(source)] : posted_.insert(source, tag))
+        .push_back(r);
     return {nullptr, inspected};
 }
 
 Found NoSourceEngine::do_arrive(int32_t source, int32_t tag, const um_hint_t &, void *message) {
     uint32_t inspected = 0;
-    PeerQueue &recvs = posted_[static_cast<size_t>(source)];
-    if (Entry *e = recvs.find_recv(source, tag, inspected)) {
-        return pool_.take(recvs, e, inspected);
+    PeerQueue *exact = posted_.find(source, tag);
+    Entry *e = exact != nullptr ? exact->front() : nullptr;
+    PeerQueue &any = posted_any_[static_cast<size_t>(source)];
+    Entry *w = tag >= 0 ? any.front() : nullptr;
+    inspected += (e != nullptr ? 1 : 0) + (w != nullptr ? 1 : 0);
+    if (w != nullptr && (e == nullptr || w->seq < e->seq)) {
+        return pool_.take(any, w, inspected); // the ANY_TAG receive was posted first
+    }
+    if (e != nullptr) {
+        const Found f = pool_.take(*exact, e, inspected);
+        if (exact->empty()) {
+            posted_.erase(source, tag);
+        }
+        return f;
     }
     if (no_unexpected_) {
         return {nullptr, inspected, UM_ERR_ASSERTION};
     }
-    unexpected_[static_cast<size_t>(source)].push_back(pool_.get(source, tag, message, next_seq()));
+    Entry *m = pool_.get(source, tag, message, next_seq());
+    unexpected_.insert(source, tag).push_back(m);
+    if (tag >= 0) {
+        arrivals_[static_cast<size_t>(source)].push_back(m);
+    }
     return {nullptr, inspected};
 }
 
@@ -37,33 +81,41 @@ Found NoSourceEngine::do_probe(int32_t source, int32_t tag, const um_hint_t &, b
         return kRefused;
     }
     uint32_t inspected = 0;
-    PeerQueue &msgs = unexpected_[static_cast<size_t>(source)];
-    Entry *e = msgs.find_message(source, tag, inspected);
+    Entry *e = message_for(source, tag, inspected);
     if (e == nullptr || !remove) {
         return {e != nullptr ? e->handle : nullptr, inspected};
     }
-    return pool_.take(msgs, e, inspected);
+    return take_message(e, inspected);
 }
 
-bool NoSourceEngine::do_cancel(int32_t source, int32_t, void *request) {
+bool NoSourceEngine::do_cancel(int32_t source, int32_t tag, void *request) {
     if (source == UM_ANY_SOURCE) {
         return false; // never queued here
     }
-    PeerQueue &q = posted_[static_cast<size_t>(source)];
-    return pool_.take_handle(q, request);
+    if (tag == UM_ANY_TAG) {
+        return pool_.take_handle(posted_any_[static_cast<size_t>(source)], request);
+    }
+    PeerQueue *q = posted_.find(source, tag);
+    if (q == nullptr || !pool_.take_handle(*q, request)) {
+        return false;
+    }
+    if (q->empty()) {
+        posted_.erase(source, tag);
+    }
+    return true;
 }
 
 void NoSourceEngine::visit(const Visitor &f) const {
-    for (const PeerQueue &q : posted_) {
+    posted_.for_each([&f](const PeerQueue &q) { visit_queue(q, true, f); });
+    for (const PeerQueue &q : posted_any_) {
         visit_queue(q, true, f);
     }
-    for (const PeerQueue &q : unexpected_) {
-        visit_queue(q, false, f);
-    }
+    unexpected_.for_each([&f](const PeerQueue &q) { visit_queue(q, false, f); });
 }
 
 uint64_t NoSourceEngine::bytes_used() const {
-    return sizeof(*this) + (posted_.capacity() + unexpected_.capacity()) * sizeof(PeerQueue) +
+    return sizeof(*this) + posted_.bytes() + unexpected_.bytes() +
+           posted_any_.capacity() * sizeof(PeerQueue) + arrivals_.capacity() * sizeof(OrderQueue) +
            pool_.bytes();
 }
 

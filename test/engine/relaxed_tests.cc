@@ -302,3 +302,38 @@ TEST_CASE("the hashed relaxed engines hold memory for what is queued, not for ev
         }
     }
 }
+
+TEST_CASE("nosource: one peer's deep queue costs a look-up, and ANY_TAG keeps MPI's order",
+          "[relaxed]") {
+    auto e = make_engine("nosource", 4, default_params());
+    constexpr uintptr_t kDeep = 1000;
+    for (uintptr_t i = 0; i < kDeep; ++i) { // one peer, 1000 tags queued
+        REQUIRE(arrive(*e, 1, static_cast<int32_t>(i), 1000 + i) == UM_OK);
+    }
+    um_match_t m{};
+    REQUIRE(e->post_recv(1, 999, kP2P, h(1), &m) == UM_OK); // the last one, by its key
+    CHECK(m.handle == h(1999));
+    CHECK(m.inspected <= 1);
+    REQUIRE(e->post_recv(1, UM_ANY_TAG, kP2P, h(2), &m) == UM_OK); // the oldest of the peer
+    CHECK(m.handle == h(1000));
+    CHECK(m.inspected <= 1);
+    REQUIRE(e->post_recv(1, 1, kP2P, h(3), &m) == UM_OK); // leaves the arrival FIFO too
+    CHECK(m.handle == h(1001));
+    REQUIRE(e->post_recv(1, UM_ANY_TAG, kP2P, h(4), &m) == UM_OK);
+    CHECK(m.handle == h(1002));
+    // Posted: an exact receive posted before an ANY_TAG one takes the message
+    // first, and the other way round.
+    void *got = nullptr;
+    REQUIRE(post(*e, 2, 5, 10) == UM_OK);
+    REQUIRE(post(*e, 2, UM_ANY_TAG, 11) == UM_OK);
+    REQUIRE(arrive(*e, 2, 5, 500, &got) == UM_OK);
+    CHECK(got == h(10));
+    REQUIRE(post(*e, 2, 5, 12) == UM_OK);
+    REQUIRE(arrive(*e, 2, 5, 501, &got) == UM_OK);
+    CHECK(got == h(11)); // the ANY_TAG receive is older than 12
+    REQUIRE(arrive(*e, 2, -3, 502, &got) == UM_OK); // Open MPI's tag: never ANY_TAG's
+    CHECK(got == nullptr);
+    REQUIRE(arrive(*e, 2, 5, 503, &got) == UM_OK);
+    CHECK(got == h(12));
+    CHECK(e->stats().posted_len == 0);
+}

@@ -13,10 +13,9 @@
  * Under pml/ubermatch with pml_ubermatch_assertions honour (the default; read through
  * MPI_T control variables), also:
  *  - the performance variable pml_ubermatch_relaxed says that the relaxed engine the
- *    assertions allow was chosen (3 no_any_source with no_any_tag, +4 with
- *    ubermatch_no_unexpected; + 8 with mpi_assert_allow_overtaking as well, the overtake
- *    engines; 1 and 5 for no_any_source without no_any_tag only with
- *    pml_ubermatch_assertions all; 0 where no relaxed engine fits), also after
+ *    assertions allow was chosen (1 no_any_source, 3 with no_any_tag as well, +4 with
+ *    ubermatch_no_unexpected, +8 with mpi_assert_allow_overtaking: the overtake
+ *    engines; 0 where no relaxed engine fits), also after
  *    MPI_Comm_set_info sets and clears assertions;
  *  - an MPI_ANY_SOURCE receive, nonblocking receive or probe on a no_any_source
  *    communicator fails with MPI_ERR_RANK, an MPI_ANY_TAG one on no_any_tag with
@@ -33,7 +32,6 @@ enum { MSGS = 100, TAGS = 5 };
 
 static int ubermatch;  /* pml/ubermatch is the PML */
 static int honoured;   /* and honours assertions */
-static int all;        /* pml_ubermatch_assertions = all: no_any_source alone -> nosource */
 static long checks;
 static int split_alone; /* split_type communicators smaller than MPI_COMM_WORLD */
 
@@ -91,8 +89,8 @@ static void expect_relaxed(MPI_Comm comm, unsigned long long want, const char *w
 {
     if (!ubermatch)
         return;
-    if (!honoured || (!all && !(want & (2 | 8))))
-        want = 0; /* honour: nosource (no_any_source alone) only with all */
+    if (!honoured)
+        want = 0;
     unsigned long long got = pvar("relaxed", comm);
     CHECK(got == want, "%s: pml_ubermatch_relaxed %llu, expected %llu", what, got, want);
     checks++;
@@ -215,7 +213,7 @@ static void unexpected_arrival(MPI_Comm comm, unsigned long long relaxed, const 
             MPI_CHECK(MPI_Iprobe(1, 9, comm, &flag, MPI_STATUS_IGNORE));
         if (ubermatch) {
             unsigned long long n = pvar_close(&refused);
-            const int chosen = honoured && (all || (relaxed & (2 | 8))); /* a -nounexp engine ran */
+            const int chosen = honoured; /* a -nounexp engine ran */
             CHECK(n == (unsigned long long)chosen,
                   "%s: pml_ubermatch_unexpected_refused %llu, expected %d", what, n, chosen);
         }
@@ -256,7 +254,6 @@ int main(int argc, char **argv)
     value[0] = '\0';
     honoured = !(cvar_string("pml_ubermatch_assertions", value, sizeof value) &&
                  strcmp(value, "ignore") == 0);
-    all = strcmp(value, "all") == 0;
 
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char keys[256], *save = NULL;
@@ -332,7 +329,6 @@ int main(int argc, char **argv)
                      sizeof cases / sizeof cases[0],
                      split_alone ? " (split_type: ranks on several hosts, no traffic)" : "", checks,
                      ubermatch ? (!honoured ? ", pml_ubermatch_assertions ignore"
-                                  : all     ? ", ubermatch engines (nosource too) and errors checked"
                                             : ", ubermatch engines and errors checked")
                                : ", not pml/ubermatch: its checks skipped");
 }

@@ -61,7 +61,6 @@ typedef struct mca_pml_ubermatch_module {
     opal_mutex_t connect_lock; /* one endpoint per peer, also with threads */
     int output;                /* opal_output stream for verbose messages */
     uint32_t assert_mask;      /* the assertions honoured (PML_UM_ASSERT_*); 0: ignore */
-    bool nosource;             /* pml_ubermatch_assertions = all: no_any_source alone -> nosource */
 } mca_pml_ubermatch_module_t;
 
 extern mca_pml_base_component_2_0_0_t mca_pml_ubermatch_component;

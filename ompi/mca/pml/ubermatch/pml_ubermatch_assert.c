@@ -26,13 +26,11 @@ int mca_pml_ubermatch_assert_register(void)
     return mca_base_component_var_register(
         &mca_pml_ubermatch_component.pmlm_version, "assertions",
         "What a communicator's info assertions do. Valid values: honour (a wildcard receive or "
-        "probe they rule out fails with MPI_ERR_RANK or MPI_ERR_TAG; mpi_assert_no_any_source with "
-        "mpi_assert_no_any_tag, and our ubermatch_no_unexpected, choose the relaxed engines exact "
-        "and exact-nounexp, never slower than auto in docs/relaxed.md, and with "
-        "mpi_assert_allow_overtaking overtake and overtake-nounexp; mpi_assert_no_any_source "
-        "with mpi_assert_allow_overtaking, overtake-anytag(-nounexp)), all (as honour, and "
-        "mpi_assert_no_any_source alone chooses nosource(-nounexp), faster than auto over many "
-        "sources but linear in one source's depth), ignore (as if no communicator had any)",
+        "probe they rule out fails with MPI_ERR_RANK or MPI_ERR_TAG; they choose relaxed engines "
+        "(docs/relaxed.md): mpi_assert_no_any_source nosource, with mpi_assert_no_any_tag exact, "
+        "with mpi_assert_allow_overtaking as well overtake, mpi_assert_no_any_source with "
+        "mpi_assert_allow_overtaking overtake-anytag; with our ubermatch_no_unexpected each one's "
+        "-nounexp form), all (the same as honour), ignore (as if no communicator had any)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_pml_ubermatch.config.assertions);
 }
@@ -40,9 +38,8 @@ int mca_pml_ubermatch_assert_register(void)
 int mca_pml_ubermatch_assert_init(void)
 {
     const char *v = mca_pml_ubermatch.config.assertions;
-    mca_pml_ubermatch.nosource = NULL != v && 0 == strcmp(v, "all");
-    if (NULL != v && (0 == strcmp(v, "honour") || 0 == strcmp(v, "honor") ||
-                      mca_pml_ubermatch.nosource)) {
+    /* all: once honour plus nosource, kept as a synonym since nosource indexes by tag */
+    if (NULL != v && (0 == strcmp(v, "honour") || 0 == strcmp(v, "honor") || 0 == strcmp(v, "all"))) {
         mca_pml_ubermatch.assert_mask = PML_UM_ASSERT_ALL;
     } else if (NULL != v && 0 == strcmp(v, "ignore")) {
         mca_pml_ubermatch.assert_mask = 0;
@@ -74,9 +71,7 @@ static char *set_no_unexpected(opal_infosubscriber_t *obj, char *key, char *valu
 /* The relaxed engine for a set of assertions; NULL: none fits, the configured one.
  * allow_overtaking buys the overtaking hash once ANY_SOURCE is ruled out (with
  * ANY_TAG allowed, its -anytag form); exact_length buys nothing here yet
- * (docs/relaxed.md). nosource
- * only with pml_ubermatch_assertions = all: its queue per source is a list, 0.03x auto
- * behind 1024 entries of one source (docs/relaxed.md). */
+ * (docs/relaxed.md). */
 static const char *backend_for(uint32_t a)
 {
     const bool no_unexp = 0 != (a & PML_UM_ASSERT_NO_UNEXPECTED);
@@ -91,9 +86,6 @@ static const char *backend_for(uint32_t a)
     }
     if (a & OMPI_COMM_ASSERT_NO_ANY_TAG) {
         return no_unexp ? "exact-nounexp" : "exact";
-    }
-    if (!mca_pml_ubermatch.nosource) {
-        return NULL;
     }
     return no_unexp ? "nosource-nounexp" : "nosource";
 }
