@@ -49,14 +49,7 @@ Found ExactEngine::do_probe(int32_t source, int32_t tag, const um_hint_t &, bool
 }
 
 bool ExactEngine::do_cancel(int32_t source, int32_t tag, void *request) {
-    PeerQueue *q = posted_.find(source, tag);
-    if (q == nullptr || !pool_.take_handle(*q, request)) {
-        return false;
-    }
-    if (q->empty()) {
-        posted_.erase(source, tag);
-    }
-    return true;
+    return take_keyed_handle(posted_, pool_, source, tag, request);
 }
 
 void ExactEngine::visit(const Visitor &f) const {

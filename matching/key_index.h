@@ -145,6 +145,21 @@ private:
 
 using KeyIndex = BasicKeyIndex<PeerQueue>;
 
+// Removes the element `handle` (a cancelled receive) from the FIFO of
+// (source, tag) into `pool`; the key leaves when its FIFO empties. False:
+// not queued under that key.
+template <class Pool>
+bool take_keyed_handle(KeyIndex &index, Pool &pool, int32_t source, int32_t tag, const void *handle) {
+    PeerQueue *q = index.find(source, tag);
+    if (q == nullptr || !pool.take_handle(*q, handle)) {
+        return false;
+    }
+    if (q->empty()) {
+        index.erase(source, tag);
+    }
+    return true;
+}
+
 } // namespace ubermatch
 
 #endif

@@ -95,14 +95,7 @@ bool NoSourceEngine::do_cancel(int32_t source, int32_t tag, void *request) {
     if (tag == UM_ANY_TAG) {
         return pool_.take_handle(posted_any_[static_cast<size_t>(source)], request);
     }
-    PeerQueue *q = posted_.find(source, tag);
-    if (q == nullptr || !pool_.take_handle(*q, request)) {
-        return false;
-    }
-    if (q->empty()) {
-        posted_.erase(source, tag);
-    }
-    return true;
+    return take_keyed_handle(posted_, pool_, source, tag, request);
 }
 
 void NoSourceEngine::visit(const Visitor &f) const {
