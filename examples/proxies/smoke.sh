@@ -30,9 +30,9 @@ for spec in "radix --size 256 --iters 2" "nbody --size 64 --iters 3" \
     rc=$?
     stats=$(grep -c "^STATS proxy=$proxy np=$np rank=" "$log")
     ns=$(sed -n "s/^STATS proxy=$proxy np=$np rank=0 .* coll_search_ns=\([0-9]*\) .*/\1/p" "$log")
-    if [ $rc -eq 0 ] && grep -q "^PASS $proxy np $np " "$log" && [ "$stats" -eq $np ] &&
+    if [ $rc -eq 0 ] && grep -q "PASS $proxy np $np " "$log" && [ "$stats" -eq $np ] &&
         [ "${ns:-0}" -gt 0 ]; then
-        echo "PASS $proxy ($((SECONDS - start)) s): $(grep "^PASS $proxy" "$log")"
+        echo "PASS $proxy ($((SECONDS - start)) s): $(grep -o "PASS $proxy .*" "$log" | head -1)"
         passed=$((passed + 1))
     else
         echo "FAIL $proxy (exit code $rc, $stats STATS lines, rank 0 collective search ns '${ns:-}')"
