@@ -66,6 +66,17 @@ done
 # refusals; the default honour runs in every backend's suite above), a few seconds.
 suite "MPI test: info assertions, pml_ubermatch_assertions ignore" env MPI_TESTS_ONLY=assertions \
     test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_assertions ignore
+# The assertions test makes 90 refused calls: each fails, the first 8 of a
+# process print a line naming the assertion, the 8th says no more will.
+refusals() {
+    local out n
+    out=$(timeout 60 mpirun --oversubscribe -np 2 --mca pml ubermatch build/test/mpi/assertions 2>&1) || return 1
+    n=$(grep -c "on .*, which asserts mpi_assert_no_any_\(source\|tag\): MPI_ERR_\(RANK\|TAG\)" <<<"$out")
+    echo "refusal lines: $n"
+    [ "$n" -eq 8 ] && grep -q "MPI_ERR_.* (this process prints no further refusals; each still fails its call)" <<<"$out" &&
+        grep -q "PASS assertions (" <<<"$out"
+}
+suite "refused wildcards: the first 8 of a process printed, naming the assertion" refusals
 # MPI_THREAD_MULTIPLE with tail queues (pml_ubermatch_threading tailq): the
 # ordering test with every backend wrapped in them, both thread tests with the
 # default, and a check that the tail queues were the ones in use (~40 s).

@@ -109,6 +109,24 @@ const char *mca_pml_ubermatch_assert_add_comm(struct ompi_communicator_t *comm)
     return backend_for(c->applied);
 }
 
+/* A process prints its first PML_UM_REFUSALS_SHOWN refusals: a program that
+ * polls with a wildcard its assertion rules out would otherwise fill stderr
+ * (each refused call still fails with its error). */
+#define PML_UM_REFUSALS_SHOWN 8
+static void report_refusal(struct ompi_communicator_t *comm, const char *wildcard,
+                           const char *assertion, const char *error)
+{
+    static volatile int32_t shown = 0;
+    const int32_t n = opal_atomic_add_fetch_32(&shown, 1);
+    if (n <= PML_UM_REFUSALS_SHOWN) {
+        opal_output(0, "pml_ubermatch: rank %d: %s receive or probe on %s, which asserts %s: %s%s",
+                    ompi_comm_rank(comm), wildcard, comm->c_name, assertion, error,
+                    PML_UM_REFUSALS_SHOWN == n ? " (this process prints no further refusals; "
+                                                 "each still fails its call)"
+                                               : "");
+    }
+}
+
 int mca_pml_ubermatch_assert_slow(struct ompi_communicator_t *comm, int src, int tag,
                                   uint32_t now)
 {
@@ -116,15 +134,11 @@ int mca_pml_ubermatch_assert_slow(struct ompi_communicator_t *comm, int src, int
     const bool user = tag >= 0 || MPI_ANY_TAG == tag; /* not Open MPI's own traffic */
 
     if (user && MPI_ANY_SOURCE == src && (now & OMPI_COMM_ASSERT_NO_ANY_SOURCE)) {
-        opal_output(0, "pml_ubermatch: rank %d: MPI_ANY_SOURCE receive or probe on %s, which "
-                       "asserts mpi_assert_no_any_source: MPI_ERR_RANK",
-                    ompi_comm_rank(comm), comm->c_name);
+        report_refusal(comm, "MPI_ANY_SOURCE", "mpi_assert_no_any_source", "MPI_ERR_RANK");
         return MPI_ERR_RANK;
     }
     if (MPI_ANY_TAG == tag && (now & OMPI_COMM_ASSERT_NO_ANY_TAG)) {
-        opal_output(0, "pml_ubermatch: rank %d: MPI_ANY_TAG receive or probe on %s, which "
-                       "asserts mpi_assert_no_any_tag: MPI_ERR_TAG",
-                    ompi_comm_rank(comm), comm->c_name);
+        report_refusal(comm, "MPI_ANY_TAG", "mpi_assert_no_any_tag", "MPI_ERR_TAG");
         return MPI_ERR_TAG;
     }
     if (now != c->applied) {
