@@ -133,11 +133,7 @@ Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected) {
                 arrivals_.remove(e);
             }
             if (keyed(e->source, e->tag)) {
-                PeerQueue *fifo = keys_.find(e->source, e->tag);
-                fifo->remove(e);
-                if (fifo->empty()) {
-                    keys_.erase(e->source, e->tag);
-                }
+                keys_.remove(e->source, e->tag, static_cast<Entry *>(e));
                 count_wild(e, -1);
             }
             if constexpr (!Posted) {

@@ -267,17 +267,9 @@ private:
         if (!wild_index_) {
             return;
         }
-        leave(by_tag_, UM_ANY_SOURCE, e->tag, e);
+        by_tag_.remove(UM_ANY_SOURCE, e->tag, e);
         if (e->tag >= 0) {
-            leave(by_src_, e->source, UM_ANY_TAG, e);
-        }
-    }
-    template <class Index>
-    static void leave(Index &index, int32_t source, int32_t tag, AutoEntry *e) {
-        auto *fifo = index.find(source, tag);
-        fifo->remove(e);
-        if (fifo->empty()) {
-            index.erase(source, tag);
+            by_src_.remove(e->source, UM_ANY_TAG, e);
         }
     }
 

@@ -7,11 +7,9 @@ Found ExactEngine::take_head(KeyIndex &index, int32_t source, int32_t tag) {
     if (q == nullptr) {
         return {nullptr, 0};
     }
-    const Found f = pool_.take(*q, q->front(), 1);
-    if (q->empty()) {
-        index.erase(source, tag);
-    }
-    return f;
+    Entry *e = q->front();
+    index.remove(*q, source, tag, e);
+    return pool_.release(e, 1);
 }
 
 Found ExactEngine::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, void *request) {

@@ -61,6 +61,20 @@ public:
         return slots_[i].fifo;
     }
 
+    // Takes e out of f, the FIFO find() gave for (source, tag); the key
+    // leaves when f empties. The second form finds f itself.
+    template <class E>
+    void remove(Fifo &f, int32_t source, int32_t tag, E *e) {
+        f.remove(e);
+        if (f.empty()) {
+            erase(source, tag);
+        }
+    }
+    template <class E>
+    void remove(int32_t source, int32_t tag, E *e) {
+        remove(*find(source, tag), source, tag, e);
+    }
+
     // Drops the key of a FIFO that has become empty.
     void erase(int32_t source, int32_t tag) {
         const uint64_t k = pack_key(source, tag);
@@ -151,12 +165,12 @@ using KeyIndex = BasicKeyIndex<PeerQueue>;
 template <class Pool>
 bool take_keyed_handle(KeyIndex &index, Pool &pool, int32_t source, int32_t tag, const void *handle) {
     PeerQueue *q = index.find(source, tag);
-    if (q == nullptr || !pool.take_handle(*q, handle)) {
+    Entry *e = q != nullptr ? q->find_handle(handle) : nullptr;
+    if (e == nullptr) {
         return false;
     }
-    if (q->empty()) {
-        index.erase(source, tag);
-    }
+    index.remove(*q, source, tag, e);
+    pool.put(e);
     return true;
 }
 

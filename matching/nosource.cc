@@ -26,12 +26,8 @@ Found NoSourceEngine::take_message(Entry *e, uint32_t inspected) {
     if (tag >= 0) {
         arrivals_[static_cast<size_t>(source)].remove(e);
     }
-    PeerQueue &q = *unexpected_.find(source, tag);
-    const Found f = pool_.take(q, e, inspected);
-    if (q.empty()) {
-        unexpected_.erase(source, tag);
-    }
-    return f;
+    unexpected_.remove(source, tag, e);
+    return pool_.release(e, inspected);
 }
 
 Found NoSourceEngine::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, void *request) {
@@ -59,11 +55,8 @@ Found NoSourceEngine::do_arrive(int32_t source, int32_t tag, const um_hint_t &, 
         return pool_.take(any, w, inspected); // the ANY_TAG receive was posted first
     }
     if (e != nullptr) {
-        const Found f = pool_.take(*exact, e, inspected);
-        if (exact->empty()) {
-            posted_.erase(source, tag);
-        }
-        return f;
+        posted_.remove(*exact, source, tag, e);
+        return pool_.release(e, inspected);
     }
     if (no_unexpected_) {
         return {nullptr, inspected, UM_ERR_ASSERTION};

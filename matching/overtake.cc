@@ -7,11 +7,8 @@ namespace ubermatch {
 
 using overtake::kMessage;
 using overtake::Slot;
-
-namespace {
-int32_t source_of(uint64_t key) { return static_cast<int32_t>((key & ~kMessage) >> 32); }
-int32_t tag_of(uint64_t key) { return static_cast<int32_t>(static_cast<uint32_t>(key)); }
-} // namespace
+using overtake::source_of;
+using overtake::tag_of;
 
 // The slot's own element goes first and the stack's top takes its place, so a
 // later element of the key never goes before one a probe has named (a probe
@@ -46,10 +43,7 @@ Slot *OvertakeEngine<Table>::message_of(int32_t source, uint32_t &inspected) {
         st.indexed = true;
     }
     while (st.live > 0 && !st.tags.empty()) {
-        typename Table::Pos pos{};
-        const uint64_t k = pack_key(source, st.tags.back());
-        Slot *s = table_.find(k, inspected, pos);
-        if (s != nullptr && s->key == (k | kMessage)) {
+        if (Slot *s = messages(pack_key(source, st.tags.back()), inspected)) {
             return s;
         }
         st.tags.pop_back(); // stale: that key's messages were taken
@@ -74,10 +68,7 @@ void OvertakeEngine<Table>::add_message_key(int32_t source, int32_t tag) {
     st.tags.erase(std::remove_if(st.tags.begin(), st.tags.end(),
                                  [&](int32_t t) {
                                      uint32_t ignored = 0;
-                                     typename Table::Pos pos{};
-                                     const uint64_t k = pack_key(source, t);
-                                     const Slot *s = table_.find(k, ignored, pos);
-                                     return s == nullptr || s->key != (k | kMessage);
+                                     return messages(pack_key(source, t), ignored) == nullptr;
                                  }),
                   st.tags.end());
 }
@@ -143,15 +134,8 @@ Found OvertakeEngine<Table>::do_probe(int32_t source, int32_t tag, const um_hint
         return kRefused;
     }
     uint32_t inspected = 0;
-    Slot *s = nullptr;
-    if (tag == UM_ANY_TAG) {
-        s = message_of(source, inspected);
-    } else {
-        typename Table::Pos pos{};
-        const uint64_t k = pack_key(source, tag);
-        s = table_.find(k, inspected, pos);
-        s = s != nullptr && s->key == (k | kMessage) ? s : nullptr;
-    }
+    Slot *s = tag == UM_ANY_TAG ? message_of(source, inspected)
+                                : messages(pack_key(source, tag), inspected);
     if (s == nullptr) {
         return {nullptr, inspected};
     }
@@ -193,8 +177,8 @@ template <class Table>
 void OvertakeEngine<Table>::visit(const Visitor &f) const {
     table_.for_each([&f](const Slot &s) {
         const bool posted = (s.key & kMessage) == 0;
-        const auto source = static_cast<int32_t>((s.key & ~kMessage) >> 32);
-        const auto tag = static_cast<int32_t>(static_cast<uint32_t>(s.key));
+        const int32_t source = source_of(s.key);
+        const int32_t tag = tag_of(s.key);
         f(posted, QueuedElement{0, s.handle, source, tag});
         for (const Entry *e = s.more; e != nullptr; e = e->q.next) {
             f(posted, QueuedElement{0, e->handle, source, tag});

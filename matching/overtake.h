@@ -58,7 +58,13 @@ private:
     // A message key an ANY_TAG receive may take (any_tag_; not Open MPI's
     // negative tags, which ANY_TAG never matches).
     bool for_any_tag(uint64_t key) const {
-        return any_tag_ && (key & overtake::kMessage) != 0 && static_cast<int32_t>(static_cast<uint32_t>(key)) >= 0;
+        return any_tag_ && (key & overtake::kMessage) != 0 && overtake::tag_of(key) >= 0;
+    }
+    // The slot of key k (no kMessage) if messages wait under it, or nullptr.
+    overtake::Slot *messages(uint64_t k, uint32_t &inspected) {
+        typename Table::Pos pos{};
+        overtake::Slot *s = table_.find(k, inspected, pos);
+        return s != nullptr && s->key == (k | overtake::kMessage) ? s : nullptr;
     }
     // any_tag_ only: a slot of messages of `source`, or nullptr.
     overtake::Slot *message_of(int32_t source, uint32_t &inspected);

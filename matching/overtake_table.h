@@ -37,6 +37,10 @@ inline constexpr uint64_t kMessage = uint64_t{1} << 63;
 // No element has tag UM_ANY_TAG (0xffffffff), so no key equals this.
 inline constexpr uint64_t kEmpty = ~uint64_t{0};
 
+// The source and tag of a slot's key (pack_key's inverse, kMessage ignored).
+inline int32_t source_of(uint64_t key) { return static_cast<int32_t>((key & ~kMessage) >> 32); }
+inline int32_t tag_of(uint64_t key) { return static_cast<int32_t>(static_cast<uint32_t>(key)); }
+
 // One key's elements: `handle` and, beyond one, a stack of pooled entries.
 struct Slot {
     uint64_t key;  // pack_key() | kMessage for messages; kEmpty: a free slot

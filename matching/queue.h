@@ -158,13 +158,18 @@ public:
         free_ = static_cast<T *>(e);
     }
 
+    // Returns e, out of every queue, to the pool; the search's result.
+    Found release(Entry *e, uint32_t inspected) {
+        void *handle = e->handle;
+        put(e);
+        return {handle, inspected};
+    }
+
     // Removes e from q and returns it to the pool; the search's result.
     template <typename Q>
     Found take(Q &q, Entry *e, uint32_t inspected) {
         q.remove(e);
-        void *handle = e->handle;
-        put(e);
-        return {handle, inspected};
+        return release(e, inspected);
     }
 
     // Removes the receive `handle` from q (a cancel); false: not in q.
