@@ -20,6 +20,7 @@ matching_libubermatch_matching_la_SOURCES = \
 	matching/fuzzy.h matching/fuzzy.cc \
 	matching/key_index.h matching/auto.h matching/auto.cc \
 	matching/tailq.h matching/tailq.cc \
+	matching/tailq_bins.h matching/tailq_bins.cc \
 	matching/simd/kernels.h matching/simd/kernels_scalar.cc \
 	matching/simd/dispatch.h matching/simd/dispatch.cc \
 	matching/element.h matching/smallmap.h \

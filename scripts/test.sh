@@ -47,6 +47,14 @@ sanitized() {
 }
 suite "engine tests under ASan+UBSan" sanitized
 suite "tail queues, every backend, concurrent under TSan" test/engine/tailq_tsan.sh --ops 20000
+# Binned tail queues: one receiver and one arriver (unexpected messages pile up
+# across bins, so a wildcard's earliest message is a real choice), then three
+# of each (more calls in parallel).
+tailq_bins_tsan() {
+    test/engine/tailq_tsan.sh --ops 20000 --bins 4 --receivers 1 --arrivers 1 &&
+        test/engine/tailq_tsan.sh --ops 20000 --bins 4 --receivers 3 --arrivers 3
+}
+suite "tail queues in 4 bins, every backend, concurrent under TSan" tailq_bins_tsan
 
 # MPI tests under mpirun, with every backend, then once over TCP (the path
 # between hosts) with the default backend (auto).
@@ -88,11 +96,20 @@ tailq_mpi() {
     done
     MPI_TESTS_ONLY=threads test/mpi/run-mpi-tests.sh build/test-mpi \
         --mca pml ubermatch --mca pml_ubermatch_threading tailq || rc=1
+    for b in auto list; do # in 8 bins
+        MPI_TESTS_ONLY="thread_order threads" test/mpi/run-mpi-tests.sh build/test-mpi \
+            --mca pml ubermatch --mca pml_ubermatch_backend "$b" --mca pml_ubermatch_threading tailq \
+            --mca pml_ubermatch_tailq_bins 8 || rc=1
+    done
     local out # whole, then searched: grep -q on the pipe would end mpirun early (pipefail)
     out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_threading tailq \
         --mca pml_ubermatch_verbose 1 build/test/mpi/thread_order 2>&1)
-    grep -q 'multiple (tail queues)' <<<"$out" ||
+    grep -q 'multiple (tail queues) threads (1 bin' <<<"$out" ||
         { echo "FAIL tail queues not in use under MPI_THREAD_MULTIPLE"; echo "$out" | tail -5; rc=1; }
+    out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_threading tailq --mca pml_ubermatch_tailq_bins 8 \
+        --mca pml_ubermatch_verbose 1 build/test/mpi/thread_order 2>&1)
+    grep -q 'multiple (tail queues) threads (8 bin' <<<"$out" ||
+        { echo "FAIL tail queues in 8 bins not in use"; echo "$out" | tail -5; rc=1; }
     return $rc
 }
 suite "MPI thread tests with tail queues, every backend" tailq_mpi

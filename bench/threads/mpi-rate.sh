@@ -8,8 +8,10 @@
 #
 #   bash bench/threads/mpi-rate.sh [--threads 1,2,4] [--depths 0,64,1024]
 #        [--backends list,auto] [--pmls "ob1 ucx"] [--iters 1000] [--reps 3]
-#        [--rounds 1]
+#        [--rounds 1] [--bins 8]
 #
+# --bins B: also ubermatch tailq with pml_ubermatch_tailq_bins B (column
+# um:BACKEND:tailq-bB), and its ratio to global.
 # --rounds N: at each point every configuration runs N times, in turns (a
 # round runs each once), and the table gives the median of the N runs: on a
 # shared machine a burst of other work then falls on all configurations.
@@ -27,6 +29,7 @@ pmls="ob1 ucx"
 iters=1000
 reps=3
 rounds=1
+bins=
 while [ $# -gt 0 ]; do
     case $1 in
     --threads) threads=$2; shift 2 ;;
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
     --iters) iters=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --bins) bins=$2; shift 2 ;;
     -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "mpi-rate.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -44,13 +48,18 @@ bin=build/bench/mpi/thread_rate
 [ -x $bin ] || { echo "mpi-rate.sh: $bin not built (bash scripts/build.sh)" >&2; exit 2; }
 
 configs=""
-for b in ${backends//,/ }; do configs="$configs um:$b:global um:$b:tailq"; done
+for b in ${backends//,/ }; do
+    configs="$configs um:$b:global um:$b:tailq"
+    [ -n "$bins" ] && configs="$configs um:$b:tailq-b$bins"
+done
 configs="$configs $pmls"
 
 args_of() { # config
     case $1 in
-    um:*) local rest=${1#um:}
-        echo "--mca pml ubermatch --mca pml_ubermatch_backend ${rest%%:*} --mca pml_ubermatch_threading ${rest#*:}" ;;
+    um:*) local rest=${1#um:} mode
+        mode=${rest#*:}
+        echo "--mca pml ubermatch --mca pml_ubermatch_backend ${rest%%:*} --mca pml_ubermatch_threading ${mode%-b*}"
+        [[ $mode == tailq-b* ]] && echo "--mca pml_ubermatch_tailq_bins ${mode#tailq-b}" ;;
     *) um_pml_args "$1" ;;
     esac
 }
@@ -63,7 +72,10 @@ echo
 header="| threads | depth |"
 sep="| ---: | ---: |"
 for c in $configs; do header="$header $c |"; sep="$sep ---: |"; done
-for b in ${backends//,/ }; do header="$header tailq/global $b |"; sep="$sep ---: |"; done
+for b in ${backends//,/ }; do
+    header="$header tailq/global $b |"; sep="$sep ---: |"
+    [ -n "$bins" ] && { header="$header tailq-b$bins/global $b |"; sep="$sep ---: |"; }
+done
 echo "$header"
 echo "$sep"
 for t in ${threads//,/ }; do
@@ -88,12 +100,14 @@ for t in ${threads//,/ }; do
         row="| $t | $d |"
         for c in $configs; do row="$row ${rate[$c]} |"; done
         for b in ${backends//,/ }; do
-            g=${rate[um:$b:global]} q=${rate[um:$b:tailq]}
-            if [[ $g =~ ^[0-9]+$ && $q =~ ^[0-9]+$ && $g -gt 0 ]]; then
-                row="$row $(awk -v a="$q" -v b="$g" 'BEGIN { printf "%.2f", a / b }') |"
-            else
-                row="$row - |"
-            fi
+            g=${rate[um:$b:global]}
+            for q in "${rate[um:$b:tailq]}" ${bins:+"${rate[um:$b:tailq-b$bins]}"}; do
+                if [[ $g =~ ^[0-9]+$ && $q =~ ^[0-9]+$ && $g -gt 0 ]]; then
+                    row="$row $(awk -v a="$q" -v b="$g" 'BEGIN { printf "%.2f", a / b }') |"
+                else
+                    row="$row - |"
+                fi
+            done
         done
         echo "$row"
         unset rate runs

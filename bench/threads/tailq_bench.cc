@@ -1,15 +1,17 @@
 // The tail-queue paper's shared-memory test (seed 002, Figs. 3 and 7): queues
 // pre-filled to a length, then thread pairs, one posting receives and one
 // delivering the matching messages, as fast as they can; matches per second
-// with one global lock around a backend vs TailQueues around the same backend.
+// with one global lock around a backend vs TailQueues around the same backend,
+// and tail queues in bins (matching/tailq_bins.h) with --bins.
 // Each side of a pair runs at most --ahead operations (default 64) ahead of the
 // other: unbounded, the side that wins the locks builds a queue of up to N/pairs
 // entries that the other then walks, so the rate measured a drift, not the
 // length asked for (0 lets it drift, as the first version did).
 //
 // usage: tailq_bench [--backends list,auto] [--threads 2,4] [--lengths 1,2,...,1024]
-//                    [--matches N] [--reps R] [--ahead W] [--prq-only]
-// Prints CSV: backend,mode,threads,length,variant,rep,matches_per_s
+//                    [--matches N] [--reps R] [--ahead W] [--prq-only] [--bins 4,16]
+// Prints CSV: backend,mode,threads,length,variant,rep,matches_per_s (mode: global,
+// tailq, or bins-B for tail queues in B bins)
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +29,7 @@
 
 #include "matching/registry.h"
 #include "matching/tailq.h"
+#include "matching/tailq_bins.h"
 
 namespace {
 
@@ -60,6 +63,16 @@ private:
     TailQueues q_;
 };
 
+class Binned {
+public:
+    Binned(const std::string &b, int32_t n, int bins) : q_(b, n, default_params(), bins) {}
+    void post_recv(int32_t s, int32_t t, void *h, um_match_t *m) { q_.post_recv(s, t, um_hint_t{}, h, m); }
+    void arrive(int32_t s, int32_t t, void *h, um_match_t *m) { q_.arrive(s, t, um_hint_t{}, h, m); }
+
+private:
+    TailBins q_;
+};
+
 constexpr int32_t kComm = 64;
 constexpr int32_t kFillTag = 1 << 30; // never matched by the test's traffic
 
@@ -81,9 +94,10 @@ void pace(long mine, const Progress &other, long ahead) {
     }
 }
 
-template <class Q>
-double run(const std::string &backend, int threads, int length, bool prq_only, long matches, long ahead) {
-    Q q(backend, kComm);
+template <class Q, class... Args>
+double run(const std::string &backend, int threads, int length, bool prq_only, long matches, long ahead,
+           Args... args) {
+    Q q(backend, kComm, args...);
     static char dummy[1];
     um_match_t m{};
     const int pairs = threads / 2;
@@ -147,6 +161,7 @@ std::vector<std::string> split(const std::string &s) {
 
 int main(int argc, char **argv) {
     std::string backends = "list,auto", threads = "2", lengths = "1,2,4,8,16,32,64,128,256,512,1024";
+    std::string bins;
     long matches = 200000;
     int reps = 3;
     long ahead = 64;
@@ -161,8 +176,9 @@ int main(int argc, char **argv) {
         else if (a == "--matches") matches = std::atol(v);
         else if (a == "--reps") reps = std::atoi(v);
         else if (a == "--ahead") ahead = std::atol(v);
+        else if (a == "--bins") bins = v;
         else {
-            std::fprintf(stderr, "unknown option %s (valid: --backends --threads --lengths --matches --reps --ahead --prq-only)\n", argv[i]);
+            std::fprintf(stderr, "unknown option %s (valid: --backends --threads --lengths --matches --reps --ahead --prq-only --bins)\n", argv[i]);
             return 2;
         }
         ++i;
@@ -184,6 +200,10 @@ int main(int argc, char **argv) {
                                     run<Global>(b, n, len, prq_only, matches, ahead));
                         std::printf("%s,tailq,%d,%d,%s,%d,%.0f\n", b.c_str(), n, len, var, r,
                                     run<Tailq>(b, n, len, prq_only, matches, ahead));
+                        for (const std::string &nb : split(bins)) {
+                            std::printf("%s,bins-%s,%d,%d,%s,%d,%.0f\n", b.c_str(), nb.c_str(), n, len, var, r,
+                                        run<Binned>(b, n, len, prq_only, matches, ahead, std::atoi(nb.c_str())));
+                        }
                         std::fflush(stdout);
                     }
                 }

@@ -1,7 +1,8 @@
 // Concurrent differential test of the tail queues (issue 13): receiver threads
 // post receives, mprobe, probe and cancel while arrival threads deliver
-// messages, all on one TailQueues around one backend; then a checker of MPI's
-// guarantees over what each call returned.
+// messages, all on one TailQueues around one backend (or tail queues in
+// --bins bins: matching/tailq_bins.h); then a checker of MPI's guarantees over
+// what each call returned.
 //
 // "Earlier" under concurrency: every call takes a ticket from one global
 // clock before it starts and one after it returns. Messages of one source
@@ -22,7 +23,7 @@
 // hook's plain write (else a wrong value, or a race for TSan).
 //
 // usage: tailq_concurrent [--backend NAME|all] [--ops N] [--seed S]
-//                         [--receivers R] [--arrivers A]
+//                         [--receivers R] [--arrivers A] [--bins B]
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -36,11 +37,11 @@
 
 #include "matching/queue.h"
 #include "matching/registry.h"
-#include "matching/tailq.h"
+#include "matching/tailq_bins.h"
 
 namespace {
 
-using ubermatch::TailQueues;
+using TailQueues = ubermatch::TailBins; // one bin: plain tail queues
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 constexpr int32_t kSources = 6;
 constexpr int32_t kTags = 4;
@@ -292,8 +293,8 @@ void check_end(Run &run, TailQueues &tq) {
     }
 }
 
-bool run_one(const std::string &backend, size_t ops, uint64_t seed, int receivers, int arrivers) {
-    TailQueues tq(backend, kSources, ubermatch::default_params());
+bool run_one(const std::string &backend, size_t ops, uint64_t seed, int receivers, int arrivers, int bins) {
+    TailQueues tq(backend, kSources, ubermatch::default_params(), bins);
     Run run;
     const size_t per_r = ops / 2 / static_cast<size_t>(receivers);
     const size_t per_a = ops / 2 / static_cast<size_t>(arrivers);
@@ -317,9 +318,11 @@ bool run_one(const std::string &backend, size_t ops, uint64_t seed, int receiver
     for (const Msg &m : run.msgs) {
         matched += m.taken_by.load() >= 0;
     }
-    std::printf("%-10s ops %zu, %d receivers + %d arrivers, seed %llu: %zu matched, %d errors\n",
-                backend.c_str(), run.recvs.size() + run.msgs.size(), receivers, arrivers,
-                static_cast<unsigned long long>(seed), matched, run.errors.load());
+    std::printf("%-10s ops %zu, %d receivers + %d arrivers, %d bin(s), seed %llu: %zu matched, "
+                "%llu calls in order across bins, %d errors\n",
+                backend.c_str(), run.recvs.size() + run.msgs.size(), receivers, arrivers, bins,
+                static_cast<unsigned long long>(seed), matched,
+                static_cast<unsigned long long>(tq.ordered_calls()), run.errors.load());
     return run.errors.load() == 0;
 }
 
@@ -329,7 +332,7 @@ int main(int argc, char **argv) {
     std::string backend = "all";
     size_t ops = 20000;
     uint64_t seed = 1;
-    int receivers = 2, arrivers = 2;
+    int receivers = 2, arrivers = 2, bins = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "--backend") backend = argv[i + 1];
@@ -337,8 +340,9 @@ int main(int argc, char **argv) {
         else if (a == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
         else if (a == "--receivers") receivers = std::atoi(argv[i + 1]);
         else if (a == "--arrivers") arrivers = std::atoi(argv[i + 1]);
+        else if (a == "--bins") bins = std::atoi(argv[i + 1]);
         else {
-            std::fprintf(stderr, "unknown option %s (valid: --backend --ops --seed --receivers --arrivers)\n", argv[i]);
+            std::fprintf(stderr, "unknown option %s (valid: --backend --ops --seed --receivers --arrivers --bins)\n", argv[i]);
             return 2;
         }
     }
@@ -353,10 +357,10 @@ int main(int argc, char **argv) {
                 if (b.assertion != nullptr) {
                     continue; // relaxed backends refuse the wildcards and unexpected messages this workload has
                 }
-                ok = run_one(b.name, ops, seed, receivers, arrivers) && ok;
+                ok = run_one(b.name, ops, seed, receivers, arrivers, bins) && ok;
             }
         } else {
-            ok = run_one(backend, ops, seed, receivers, arrivers);
+            ok = run_one(backend, ops, seed, receivers, arrivers, bins);
         }
     } catch (const std::exception &e) {
         std::fprintf(stderr, "%s\n", e.what());

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "matching/registry.h"
+#include "matching/tailq_bins.h"
 #include "matching/ubermatch_engine.h"
 
 using namespace ubermatch;
@@ -312,4 +313,62 @@ TEST_CASE("two engines' statistics add up as one engine's", "[unit]") {
     CHECK(s.p2p.inspected == sa.p2p.inspected + sb.p2p.inspected);
     CHECK(s.p2p.max_inspected == std::max(sa.p2p.max_inspected, sb.p2p.max_inspected));
     CHECK(s.kernel == sa.kernel);
+}
+
+// Tail queues in bins, one thread: the order across bins that the concurrent
+// checker (tailq_concurrent.cc) can only sample.
+TEST_CASE("tail-queue bins: wildcards across bins, the ordered mode and back, bad input", "[tailq]") {
+    using ubermatch::TailBins;
+    const um_params_t params = ubermatch::default_params();
+    CHECK_THROWS_WITH(TailBins("list", 4, params, 0), Catch::Contains("valid values are 1 .. 256"));
+    CHECK_THROWS_WITH(TailBins("list", 4, params, 257), Catch::Contains("bins = 257"));
+    TailBins q("auto", 4, params, 8);
+    const um_hint_t h{};
+    int r[6], m[6];
+    um_match_t out{};
+    // Messages of source 1 then 0, tags spread over bins: ANY_SOURCE takes the
+    // oldest, ANY_TAG of source 0 its oldest.
+    REQUIRE(q.arrive(1, 7, h, &m[0], &out) == UM_OK);
+    REQUIRE(q.arrive(0, 9, h, &m[1], &out) == UM_OK);
+    REQUIRE(q.arrive(0, 3, h, &m[2], &out) == UM_OK);
+    REQUIRE(out.handle == nullptr);
+    REQUIRE(q.post_recv(UM_ANY_SOURCE, UM_ANY_TAG, h, &r[0], &out) == UM_OK);
+    CHECK(out.handle == &m[0]);
+    REQUIRE(q.post_recv(0, UM_ANY_TAG, h, &r[1], &out) == UM_OK);
+    CHECK(out.handle == &m[1]);
+    REQUIRE(q.probe(UM_ANY_SOURCE, 3, h, &out) == UM_OK);
+    CHECK(out.handle == &m[2]);
+    REQUIRE(q.mprobe(0, 3, h, &out) == UM_OK);
+    CHECK(out.handle == &m[2]);
+    // An exact receive in its bin, then a wildcard that waits: a later exact
+    // receive of the same key queues behind the wildcard, and arrivals take
+    // the bin's receive first, then W's in order.
+    REQUIRE(q.post_recv(2, 5, h, &r[2], &out) == UM_OK);
+    const uint64_t before = q.ordered_calls();
+    REQUIRE(q.post_recv(UM_ANY_SOURCE, 5, h, &r[3], &out) == UM_OK);
+    REQUIRE(q.post_recv(2, 5, h, &r[4], &out) == UM_OK);
+    CHECK(out.handle == nullptr);
+    CHECK(q.stats().posted_len == 3);
+    for (int *want : {&r[2], &r[3], &r[4]}) {
+        REQUIRE(q.arrive(2, 5, h, &m[3], &out) == UM_OK);
+        CHECK(out.handle == want);
+    }
+    CHECK(q.ordered_calls() > before);
+    // W empty: exact calls go to their bins again, under no other bin's gate.
+    const uint64_t after = q.ordered_calls();
+    REQUIRE(q.post_recv(3, 1, h, &r[5], &out) == UM_OK);
+    REQUIRE(q.arrive(3, 1, h, &m[4], &out) == UM_OK);
+    CHECK(out.handle == &r[5]);
+    CHECK(q.ordered_calls() == after);
+    // Cancel finds a waiting wildcard in W; bad sources are refused.
+    REQUIRE(q.post_recv(UM_ANY_SOURCE, 11, h, &r[0], &out) == UM_OK);
+    bool removed = false;
+    REQUIRE(q.cancel(UM_ANY_SOURCE, 11, &r[0], &removed) == UM_OK);
+    CHECK(removed);
+    CHECK(q.post_recv(4, 1, h, &r[1], &out) == UM_ERR_SOURCE);
+    CHECK(q.post_recv(UM_ANY_SOURCE - 1, UM_ANY_TAG, h, &r[1], &out) == UM_ERR_SOURCE);
+    CHECK(q.arrive(0, UM_ANY_TAG, h, &m[5], &out) == UM_ERR_TAG);
+    const ubermatch::Snapshot snap = q.snapshot();
+    CHECK(snap.posted.empty());
+    CHECK(snap.unexpected.empty());
 }

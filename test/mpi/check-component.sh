@@ -62,6 +62,13 @@ out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_threading 
 rc=$?
 check "threading = lockfree fails start-up" test $rc -ne 0
 check "threading = lockfree names the valid ones" grep -qF "pml_ubermatch_threading = lockfree is not valid; valid values: global, tailq" <<<"$out"
+for bins in 0 257; do
+    out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_tailq_bins $bins "$program" 2>&1)
+    rc=$?
+    check "tailq_bins = $bins fails start-up" test $rc -ne 0
+    check "tailq_bins = $bins names the range" grep -qF "pml_ubermatch_tailq_bins = $bins is out of range; valid values are 1 .. 256" <<<"$out"
+done
+check "ompi_info lists tailq_bins" grep -q 'parameter "pml_ubermatch_tailq_bins"' <<<"$(ompi_info --param pml ubermatch --level 9)"
 
 # auto: list_at must stay below index_at (the hysteresis gap).
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend auto --mca pml_ubermatch_index_at 16 --mca pml_ubermatch_list_at 16 "$program" 2>&1)

@@ -76,10 +76,12 @@ void recv_unpack(void *cookie, const void *data, size_t length) {
 
 const um_proto_callbacks_t kCallbacks = {send_done, recv_done, recv_unpack};
 
+// tailq_bins: 0, no tail queues; else tail queues in that many bins.
 um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = false,
-                 bool tailq = false) {
+                 int tailq_bins = 0) {
     um_proto_config_t c{};
-    c.tailq = tailq ? 1 : 0;
+    c.tailq = tailq_bins > 0 ? 1 : 0;
+    c.tailq_bins = tailq_bins;
     c.backend = "auto";
     um_params_init(&c.params);
     c.fail_alloc_every = fail_alloc_every;
@@ -97,9 +99,9 @@ um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = f
 struct Pair {
     // shm: a's messages up to this size may go through a shared-memory ring
     // (the two cores count as one node); b_threads: b runs with thread_multiple
-    // (b_tailq: and matches in tail queues).
-    explicit Pair(unsigned b_fails = 0, size_t shm = 0, bool b_threads = false, bool b_tailq = false)
-        : a(make(0, shm)), b(make(b_fails, shm, b_threads, b_tailq)) {
+    // (b_tailq_bins > 0: and matches in tail queues of that many bins).
+    explicit Pair(unsigned b_fails = 0, size_t shm = 0, bool b_threads = false, int b_tailq_bins = 0)
+        : a(make(0, shm)), b(make(b_fails, shm, b_threads, b_tailq_bins)) {
         a_to_b = connect(a, b, shm > 0);
         b_to_a = connect(b, a, shm > 0);
     }
@@ -600,9 +602,9 @@ TEST_CASE("protocol: an overtaking communicator matches an arrival ahead of its 
 
 TEST_CASE("protocol: receives posted by one thread while another matches arrivals keep MPI order",
           "[protocol][threads]") {
-    for (const bool tailq : {false, true}) {
-        INFO((tailq ? "tail queues" : "one lock"));
-        Pair p(0, 0, true, tailq);
+    for (const int bins : {0, 1, 4}) {
+        INFO((bins == 0 ? "one lock" : "tail queues in bins: " + std::to_string(bins)));
+        Pair p(0, 0, true, bins);
         um_proto_comm_t *ca = p.comm(p.a, 4);
         um_proto_comm_t *cb = p.comm(p.b, 4);
         constexpr int kN = 20000;

@@ -96,6 +96,13 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
                     "valid values: global, tailq", NULL != cfg->threading ? cfg->threading : "");
         return OMPI_ERR_BAD_PARAM;
     }
+    /* Range-checked here and by the protocol core (which also takes 0 as 1). */
+    if (cfg->tailq_bins < 1 || cfg->tailq_bins > 256) {
+        opal_output(0, "pml_ubermatch: cannot start: pml_ubermatch_tailq_bins = %d is out of range; "
+                    "valid values are 1 .. 256", cfg->tailq_bins);
+        return OMPI_ERR_BAD_PARAM;
+    }
+    config.tailq_bins = cfg->tailq_bins;
     if (config.tailq && enable_mpi_threads && NULL != cfg->trace && '\0' != cfg->trace[0]) {
         /* The trace records one engine per communicator; tail queues have two. */
         if (0 == OMPI_PROC_MY_NAME->vpid) {
@@ -170,11 +177,12 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
             fell_back && 0 == OMPI_PROC_MY_NAME->vpid) {
             opal_output(0, "pml_ubermatch: warning: %s", msg);
         }
-        PML_UM_VERBOSE(1, "backend %s, SIMD kernel %s, %s threads, UCX transports %s",
+        PML_UM_VERBOSE(1, "backend %s, SIMD kernel %s, %s threads (%d bin(s)), UCX transports %s",
                        config.backend, um_kernel_name(kernel),
                        !enable_mpi_threads ? "single"
                        : config.tailq      ? "multiple (tail queues)"
                                            : "multiple (one lock)",
+                       config.tailq ? config.tailq_bins : 1,
                        config.ucx_tls != NULL ? config.ucx_tls : "(UCX default)");
     }
     return OMPI_SUCCESS;

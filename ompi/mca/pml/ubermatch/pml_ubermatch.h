@@ -48,6 +48,7 @@ typedef struct mca_pml_ubermatch_config {
     char *trace;        /* directory of the matching trace (replay/); empty: off */
     char *assertions;   /* honour or ignore communicators' info assertions */
     char *threading;    /* MPI_THREAD_MULTIPLE matching: "global" (one lock) or "tailq" */
+    int tailq_bins;     /* with tailq: bins of each communicator's tail queues, 1 .. 256 */
 } mca_pml_ubermatch_config_t;
 
 typedef struct mca_pml_ubermatch_module {

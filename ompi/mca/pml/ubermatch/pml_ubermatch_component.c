@@ -233,6 +233,14 @@ static int mca_pml_ubermatch_component_register(void)
                         "there is no lock either way",
                         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &cfg->threading);
 
+    cfg->tailq_bins = 1;
+    (void) register_var("tailq_bins",
+                        "With threading tailq: split each communicator's tail queues into this "
+                        "many bins by (source, tag), so that threads matching different keys take "
+                        "no common lock; a wildcard receive takes every bin's lock, and while one "
+                        "waits, every call does (docs/tail-queues.md, \"Bins\"). 1 .. 256; 1: no bins",
+                        MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &cfg->tailq_bins);
+
     rc = mca_pml_ubermatch_assert_register();
     if (rc < 0) {
         return rc;

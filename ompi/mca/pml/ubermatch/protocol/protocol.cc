@@ -18,6 +18,7 @@ Protocol::Protocol(const um_proto_config_t &config, const um_proto_callbacks_t &
     : backend_(config.backend != nullptr ? config.backend : ""), params_(config.params),
       thread_multiple_(config.thread_multiple != 0),
       tailq_(thread_multiple_ && config.tailq != 0),
+      tailq_bins_(config.tailq_bins != 0 ? config.tailq_bins : 1),
       ucx_tls_(config.ucx_tls != nullptr ? config.ucx_tls : ""),
       ucx_rndv_thresh_(config.ucx_rndv_thresh != nullptr ? config.ucx_rndv_thresh : ""),
       cb_(callbacks), fail_alloc_every_(config.fail_alloc_every),
@@ -33,6 +34,10 @@ void Protocol::start() {
             throw std::runtime_error("tail queues (threading tailq) wrap backends of full MPI matching; " +
                                      backend_ + " needs " + b.assertion + ": use threading global");
         }
+    }
+    if (tailq_bins_ < 1 || tailq_bins_ > TailBins::kMaxBins) { // checked whatever the thread level
+        throw std::runtime_error("tailq_bins = " + std::to_string(tailq_bins_) +
+                                 " is out of range; valid values are 1 .. " + std::to_string(TailBins::kMaxBins));
     }
     if (shm_limit_ > shm::max_payload(shm::kDefaultCells)) {
         throw std::runtime_error("shm_eager_limit = " + std::to_string(shm_limit_) +

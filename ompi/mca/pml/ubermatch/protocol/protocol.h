@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "matching/engine.h"
-#include "matching/tailq.h"
+#include "matching/tailq_bins.h"
 #include "ompi/mca/pml/ubermatch/protocol/shm.h"
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
 #include "ompi/mca/pml/ubermatch/protocol/wire.h"
@@ -171,7 +171,7 @@ struct Comm {
     Engine &engine_for(int32_t tag) {
         return (UM_UNLIKELY(coll != nullptr) && tag < 0 && tag != UM_ANY_TAG) ? *coll : *engine;
     }
-    std::unique_ptr<TailQueues> tailq; // instead of engine/coll (threading tailq, full matching)
+    std::unique_ptr<TailBins> tailq; // instead of engine/coll (threading tailq, full matching)
     std::vector<uint32_t> send_seq; // next sequence number to each destination
     std::vector<uint32_t> recv_seq; // next expected from each source
     // Out of sequence, by (source, seq); nullptr: a marker for a message matched
@@ -430,6 +430,7 @@ private:
     const um_params_t params_;
     const bool thread_multiple_;
     const bool tailq_; // communicators match in tail queues (only with thread_multiple_)
+    const int tailq_bins_;
     const std::string ucx_tls_;
     const std::string ucx_rndv_thresh_;
     const um_proto_callbacks_t cb_;

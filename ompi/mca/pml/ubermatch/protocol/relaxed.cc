@@ -91,7 +91,7 @@ void Protocol::set_engine(Comm &comm, std::unique_ptr<Engine> engine, const std:
 // assertion permits, it does not oblige) with its own locks.
 void Protocol::choose_matching(Comm &comm, const std::string &backend) {
     if (tailq_ && assertions_of(backend) == 0) {
-        comm.tailq = std::make_unique<TailQueues>(backend, comm.remote_size, params_);
+        comm.tailq = std::make_unique<TailBins>(backend, comm.remote_size, params_, tailq_bins_);
         comm.backend = backend;
         return;
     }

@@ -69,6 +69,9 @@ typedef struct um_proto_config {
      * own locks (matching/tailq.h) instead of under the core's one lock, so that
      * a thread posting a receive or probing runs while another matches arrivals. */
     int tailq;
+    /* With tailq: the tail queues of each communicator split into this many
+     * bins by (source, tag) (matching/tailq_bins.h), 1 .. 256; 1 (or 0): no bins. */
+    int tailq_bins;
     const char *ucx_tls;         /* UCX_TLS of our worker, NULL: UCX's default */
     const char *ucx_rndv_thresh; /* UCX_RNDV_THRESH, NULL: UCX's default */
     /* Tests: every n-th allocation on the message path fails (0: none), to check
