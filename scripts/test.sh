@@ -106,6 +106,8 @@ tailq_mpi() {
         --mca pml_ubermatch_verbose 1 build/test/mpi/thread_order 2>&1)
     grep -q 'multiple (tail queues) threads (1 bin' <<<"$out" ||
         { echo "FAIL tail queues not in use under MPI_THREAD_MULTIPLE"; echo "$out" | tail -5; rc=1; }
+    grep -qE 'rank 1: shared-memory rings: [1-9][0-9]* messages sent' <<<"$out" ||
+        { echo "FAIL no message through a shared-memory ring under MPI_THREAD_MULTIPLE"; echo "$out" | tail -5; rc=1; }
     out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_threading tailq --mca pml_ubermatch_tailq_bins 8 \
         --mca pml_ubermatch_verbose 1 build/test/mpi/thread_order 2>&1)
     grep -q 'multiple (tail queues) threads (8 bin' <<<"$out" ||

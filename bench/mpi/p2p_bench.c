@@ -1,7 +1,7 @@
 /*
  * p2p_bench: point-to-point latency, message rate and bandwidth between 2 ranks.
  *
- *   mpirun -np 2 ./p2p_bench [--iters N] [--reps R] [--time T] MODE [SIZE[,SIZE...]]
+ *   mpirun -np 2 ./p2p_bench [--iters N] [--reps R] [--time T] [--thread-multiple] MODE [SIZE[,SIZE...]]
  *
  * MODE
  *   latency  ping-pong of SIZE bytes (default 8): one-way latency in us,
@@ -10,6 +10,9 @@
  *            has the window's 64 MPI_Irecv posted before the window is sent, waits
  *            for them, then sends a 4-byte ack; messages per second
  *   bw       as rate, with SIZE default 1 MiB: bandwidth in MB/s (10^6 bytes/s)
+ *
+ * --thread-multiple: MPI_Init_thread(MPI_THREAD_MULTIPLE) (one thread still does
+ * everything): what a PML's thread safety costs.
  *
  * Several sizes (a comma list) are measured one after the other in one run.
  * Each measurement is the median of R repetitions (default 5) of N iterations
@@ -101,12 +104,13 @@ static int cmp_double(const void *a, const void *b) {
 static void usage(void) {
     if (rank == 0)
         fprintf(stderr,
-                "usage: p2p_bench [--iters N] [--reps R] [--time T] latency|rate|bw [SIZE[,SIZE...]]\n"
+                "usage: p2p_bench [--iters N] [--reps R] [--time T] [--thread-multiple] latency|rate|bw [SIZE[,SIZE...]]\n"
                 "  SIZE in bytes (suffix K or M for KiB/MiB); default 8, 1M for bw; a comma list\n"
                 "  measures each size in turn\n"
                 "  --iters N  iterations per repetition (default: calibrated to --time)\n"
                 "  --reps R   repetitions, the median is reported (default 5)\n"
-                "  --time T   seconds for the R repetitions together when calibrating (default 1)\n");
+                "  --time T   seconds for the R repetitions together when calibrating (default 1)\n"
+                "  --thread-multiple  initialise with MPI_THREAD_MULTIPLE (fails if not provided)\n");
 }
 
 enum { MAX_SIZES = 64 };
@@ -128,8 +132,10 @@ static int parse_sizes(const char *s, size_t *out) {
 }
 
 int main(int argc, char **argv) {
-    int size;
-    MPI_Init(&argc, &argv);
+    int size, multiple = 0, provided = MPI_THREAD_SINGLE;
+    for (int a = 1; a < argc; a++) /* before MPI_Init_thread: it decides the level */
+        multiple |= strcmp(argv[a], "--thread-multiple") == 0;
+    MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
@@ -143,6 +149,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc)
             reps = atoi(argv[++a]), ok = reps > 0 && reps <= MAX_REPS;
         else if (strcmp(argv[a], "--time") == 0 && a + 1 < argc) target = atof(argv[++a]), ok = target > 0;
+        else if (strcmp(argv[a], "--thread-multiple") == 0) ok = provided == MPI_THREAD_MULTIPLE;
         else if (!mode_name && argv[a][0] != '-') mode_name = argv[a];
         else if (mode_name && nsizes == 0) ok = (nsizes = parse_sizes(argv[a], sizes)) > 0;
         else ok = 0;

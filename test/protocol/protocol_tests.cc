@@ -426,12 +426,78 @@ TEST_CASE("protocol: shared-memory ring and UCX together keep MPI order", "[prot
     CHECK(b.received == a.sent);
 }
 
-TEST_CASE("protocol: a receiver with threads refuses the ring; UCX carries everything", "[protocol][shm]") {
-    Pair p(0, 1024, true);
+TEST_CASE("protocol: with threads the ring carries small messages both ways, each thread's order kept",
+          "[protocol][shm][threads]") {
+    Pair p(0, 1024, true); // b: MPI_THREAD_MULTIPLE
+    // To b: its progress (inside the gate) reads the ring.
     order_across_paths(p, 1024, 300);
-    CHECK(shm_of(p.a).rings_out == 0);
-    CHECK(shm_of(p.a).sent == 0);
-    CHECK(shm_of(p.b).rings_in == 0);
+    CHECK(shm_of(p.a).rings_out == 1);
+    CHECK(shm_of(p.a).sent > 0);
+    CHECK(shm_of(p.b).received == shm_of(p.a).sent);
+
+    // From b: four threads send to a at once, 1500 messages each under their
+    // own tag (every fifth beyond the ring's limit, so both paths interleave),
+    // while this thread progresses both; a's receives of a tag, posted in
+    // order, must get that thread's messages in order.
+    constexpr int kThreads = 4, kEach = 1500;
+    um_proto_comm_t *ca = p.comm(p.a, 6);
+    um_proto_comm_t *cb = p.comm(p.b, 6);
+    std::vector<Op> sends(kThreads * kEach), recvs(kThreads * kEach);
+    std::vector<std::vector<unsigned char>> data(kThreads * kEach), bufs(kThreads * kEach);
+    for (int t = 0; t < kThreads; ++t) {
+        for (int k = 0; k < kEach; ++k) {
+            const size_t i = static_cast<size_t>(t * kEach + k);
+            data[i] = pattern(k % 5 == 4 ? 1100 : static_cast<size_t>(8 + k % 200), static_cast<unsigned>(i));
+            bufs[i].resize(1200);
+            Op &r = recvs[i];
+            r.recv.cookie = &r;
+            r.recv.buffer = bufs[i].data();
+            r.recv.capacity = bufs[i].size();
+            r.recv.source = 1;
+            r.recv.tag = t;
+            r.recv.hint = um_hint_t{};
+            REQUIRE(um_proto_post_recv(p.a, ca, &r.recv) == UM_PROTO_OK);
+        }
+    }
+    const uint64_t ring_before = shm_of(p.b).sent;
+    std::atomic<int> senders_done{0}, send_errors{0};
+    std::vector<std::thread> senders;
+    for (int t = 0; t < kThreads; ++t) {
+        senders.emplace_back([&, t] {
+            const um_hint_t hint{};
+            for (int k = 0; k < kEach; ++k) {
+                const size_t i = static_cast<size_t>(t * kEach + k);
+                if (um_proto_send(p.b, cb, p.b_to_a, 0, t, &hint, data[i].data(), data[i].size(), 0,
+                                  &sends[i].send, &sends[i]) != UM_PROTO_OK) {
+                    send_errors.fetch_add(1);
+                }
+            }
+            senders_done.fetch_add(1);
+        });
+    }
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while ((senders_done.load() < kThreads || g_recvs_done.load() < kThreads * kEach) &&
+           std::chrono::steady_clock::now() < end) {
+        g_recvs_done.store(0);
+        for (const Op &r : recvs) {
+            g_recvs_done.fetch_add(r.done ? 1 : 0);
+        }
+        p.spin(4);
+    }
+    for (std::thread &s : senders) {
+        s.join();
+    }
+    REQUIRE(send_errors.load() == 0);
+    int wrong = 0;
+    for (size_t i = 0; i < recvs.size(); ++i) {
+        const Op &r = recvs[i];
+        wrong += (!r.done || r.status != UM_PROTO_OK || r.received != data[i].size() ||
+                  std::memcmp(bufs[i].data(), data[i].data(), data[i].size()) != 0) ? 1 : 0;
+    }
+    CHECK(wrong == 0);
+    CHECK(shm_of(p.b).rings_out == 1);
+    CHECK(shm_of(p.b).sent > ring_before);
+    CHECK(shm_of(p.a).received == shm_of(p.b).sent);
 }
 
 TEST_CASE("protocol: shm_eager_limit beyond what a ring carries is refused at creation", "[protocol][shm]") {

@@ -65,7 +65,7 @@ Peer *Protocol::connect(const void *address, size_t length, bool local, std::str
         peer->ep = ep;
         peer->ring = nullptr;
         peer->id = static_cast<uint32_t>(peers_.size());
-        peer->shm = (local && shm_limit_ > 0 && !thread_multiple_) ? Peer::kWanted : Peer::kNoRing;
+        peer->shm = (local && shm_limit_ > 0) ? Peer::kWanted : Peer::kNoRing;
         peers_.push_back(std::move(peer));
         return peers_.back().get();
     } catch (const std::bad_alloc &) {
@@ -92,6 +92,7 @@ void Protocol::disconnect(Peer **peers, size_t count) {
         peer->ep = nullptr;
         // The ring stays mapped (and the Peer alive) until the end: a reply
         // may still name it, and the receiver may still be reading.
+        Guard ring(thread_multiple_ ? &peer->ring_lock : nullptr);
         peer->shm = Peer::kNoRing;
         peer->ring = nullptr;
     }
@@ -105,22 +106,31 @@ void Protocol::disconnect(Peer **peers, size_t count) {
 
 // First small message to a peer of this node: make a ring and offer it. The
 // message itself, and the next ones until the reply, go through UCX.
+// With threads: called by one sender, without the peer's ring lock (the reply
+// is handled inside UCX's lock and takes the ring lock: never the other way).
 void Protocol::offer(Peer &peer) noexcept {
-    peer.shm = Peer::kNoRing; // unless all goes well below
     std::string err;
     std::unique_ptr<shm::Sender> ring(new (std::nothrow) shm::Sender(ring_cells_, err));
     if (ring == nullptr || !err.empty() || ring->name().size() >= sizeof(ShmOffer::name)) {
-        return; // no shared memory here (e.g. /dev/shm full): UCX carries everything
+        Guard lock(thread_multiple_ ? &peer.ring_lock : nullptr);
+        peer.shm = Peer::kNoRing; // no shared memory here (e.g. /dev/shm full): UCX carries everything
+        return;
     }
     ShmOffer o{};
     o.peer = peer.id;
     o.cells = ring_cells_;
     std::memcpy(o.name, ring->name().c_str(), ring->name().size() + 1);
-    if (!send_control(peer.ep, kAmShmOffer, o, UCP_AM_SEND_FLAG_REPLY)) {
-        return;
+    {
+        // Before the offer goes: with threads its reply may come at once.
+        Guard lock(thread_multiple_ ? &peer.ring_lock : nullptr);
+        peer.offered = std::move(ring);
+        peer.shm = Peer::kOffered;
     }
-    peer.offered = std::move(ring);
-    peer.shm = Peer::kOffered;
+    if (!send_control(peer.ep, kAmShmOffer, o, UCP_AM_SEND_FLAG_REPLY)) {
+        Guard lock(thread_multiple_ ? &peer.ring_lock : nullptr);
+        peer.shm = Peer::kNoRing;
+        peer.offered.reset();
+    }
 }
 
 ucs_status_t Protocol::am_shm_offer_cb(void *arg, const void *header, size_t header_length, void *,
@@ -136,9 +146,8 @@ ucs_status_t Protocol::am_shm_offer_cb(void *arg, const void *header, size_t hea
 
 void Protocol::map_ring(const ShmOffer &o, ucp_ep_h reply_ep) noexcept {
     ShmReply reply{o.peer, 0};
-    // With threads, progress runs under a gate that polls UCX only: refuse,
-    // and the sender keeps to UCX.
-    if (!thread_multiple_ && std::memchr(o.name, '\0', sizeof o.name) != nullptr) {
+    // Called from progress (with threads: inside its gate, where the rings are polled).
+    if (std::memchr(o.name, '\0', sizeof o.name) != nullptr) {
         std::string err;
         std::unique_ptr<shm::Receiver> ring(new (std::nothrow) shm::Receiver(o.name, err));
         if (ring != nullptr && err.empty()) {
@@ -166,6 +175,7 @@ ucs_status_t Protocol::am_shm_reply_cb(void *arg, const void *header, size_t hea
         return UCS_OK;
     }
     Peer &peer = *self->peers_[r.peer];
+    Guard ring(self->thread_multiple_ ? &peer.ring_lock : nullptr);
     if (peer.shm == Peer::kOffered) {
         if (r.ok == 1) {
             peer.ring = peer.offered.get();

@@ -147,6 +147,9 @@ struct Peer {
     uint32_t id;       // index in Protocol::peers_
     Shm shm;
     std::unique_ptr<shm::Sender> offered; // made, offered, not yet answered
+    // With MPI_THREAD_MULTIPLE: ring, shm and offered, and the ring's sender
+    // end (one writer at a time), are under this lock.
+    std::mutex ring_lock;
 };
 
 // Matching is in one of two: `engine`, under the core's lock when threads
@@ -283,6 +286,8 @@ public:
 
     int send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
              const void *data, size_t length, bool sync, SendOp *op, void *cookie);
+    // MPI_THREAD_MULTIPLE: numbers op and pushes it to the peer's ring if it can.
+    bool push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data, size_t length, SendOp *op);
     // Single-threaded only: a send UCX finishes inside the call, or nothing.
     // Inline: with the glue's inline part, this is all of a small MPI_Send.
     bool send_now(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,

@@ -18,7 +18,13 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     op->hdr = WireHeader{comm->cid, comm->local_rank, tag, 0, hint.coll,
                          static_cast<uint16_t>(sync ? kFlagSync : 0), 0,
                          reinterpret_cast<uint64_t>(op)};
-    if (!sync && length <= shm_limit_ && !thread_multiple_) {
+    bool numbered = false; // push_shared took the message's number
+    if (!sync && length <= shm_limit_ && thread_multiple_) {
+        if (push_shared(comm, peer, dst, data, length, op)) {
+            return UM_PROTO_OK;
+        }
+        numbered = true;
+    } else if (!sync && length <= shm_limit_) {
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         op->hdr.seq = seq;
         if (peer->ring != nullptr && peer->ring->push(op->hdr, data, length)) {
@@ -32,9 +38,12 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
         }
     }
     // With threads, an atomic increment instead of the core's lock, which
-    // arrivals hold while they match: a sending thread need not wait for them.
+    // arrivals hold while they match: a sending thread need not wait for them
+    // (push_shared may have taken the number already).
     uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
-    op->hdr.seq = thread_multiple_ ? __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED) : seq++;
+    if (!numbered) {
+        op->hdr.seq = thread_multiple_ ? __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED) : seq++;
+    }
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                          UCP_OP_ATTR_FIELD_FLAGS;
@@ -53,6 +62,34 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     }
     send_event(op, UM_PROTO_OK);
     return UM_PROTO_OK;
+}
+
+// MPI_THREAD_MULTIPLE: a small message through the peer's ring, pushed under
+// the peer's ring lock (several threads may send to one peer). Its number is
+// taken inside the lock, so a ring's records are in order; one that then goes
+// through UCX (ring full, or not ready) keeps it, and the receiver holds
+// whichever of the two paths brings a later number first (arrival.cc).
+bool Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data, size_t length,
+                           SendOp *op) {
+    bool first = false;
+    {
+        std::lock_guard<std::mutex> lock(peer->ring_lock);
+        uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
+        op->hdr.seq = __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED);
+        if (peer->ring != nullptr && peer->ring->push(op->hdr, data, length)) {
+            __atomic_fetch_add(&shm_counts_.sent, uint64_t{1}, __ATOMIC_RELAXED);
+            send_event(op, UM_PROTO_OK);
+            return true;
+        }
+        first = peer->shm == Peer::kWanted;
+        if (first) {
+            peer->shm = Peer::kOffered; // this thread offers; the others go on through UCX
+        }
+    }
+    if (first) {
+        offer(*peer); // outside the lock: the reply's callback takes it inside UCX's
+    }
+    return false;
 }
 
 void Protocol::send_cb(void *request, ucs_status_t status, void *user_data) {

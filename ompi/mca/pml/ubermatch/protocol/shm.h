@@ -82,8 +82,8 @@ inline size_t segment_bytes(uint32_t cells) { return sizeof(Segment) + size_t{ce
 // full-size record always finds room once the receiver keeps up.
 inline size_t max_payload(uint32_t cells) { return size_t{cells} / 4 * kCell - sizeof(RecordHeader); }
 
-// The sender's end. Not thread-safe: one sending thread (the protocol uses
-// rings only without MPI_THREAD_MULTIPLE on the sending side).
+// The sender's end. Not thread-safe: one writer at a time (under
+// MPI_THREAD_MULTIPLE the protocol pushes under the peer's ring lock).
 class Sender {
 public:
     // Creates and maps a new ring; empty `err` on success.
