@@ -6,6 +6,7 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <thread>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,29 @@ struct Message {
 // are set aside at start: an arrival that finds no memory for its descriptor
 // takes one of those, so that a failed allocation never drops a message
 // (UCX's data is gone when the callback returns).
+// The protocol's locks guard short sections (a ring push, a descriptor from
+// the pool, an arrival's matching): a spin on the cache line, then the core
+// for another thread (an oversubscribed node), costs less than a mutex.
+class SpinLock {
+public:
+    void lock() noexcept {
+        while (held_.exchange(true, std::memory_order_acquire)) {
+            for (unsigned spins = 0; held_.load(std::memory_order_relaxed);) {
+                if (++spins < 128) {
+                    __builtin_ia32_pause();
+                } else {
+                    std::this_thread::yield();
+                    spins = 0;
+                }
+            }
+        }
+    }
+    void unlock() noexcept { held_.store(false, std::memory_order_release); }
+
+private:
+    std::atomic<bool> held_{false};
+};
+
 class MessagePool {
 public:
     MessagePool() {
@@ -149,7 +173,7 @@ struct Peer {
     std::unique_ptr<shm::Sender> offered; // made, offered, not yet answered
     // With MPI_THREAD_MULTIPLE: ring, shm and offered, and the ring's sender
     // end (one writer at a time), are under this lock.
-    std::mutex ring_lock;
+    SpinLock ring_lock;
 };
 
 // Matching is in one of two: `engine`, under the core's lock when threads
@@ -389,7 +413,7 @@ private:
     public:
         explicit Guard(Protocol &p) : Guard(p.thread_multiple_ ? &p.lock_ : nullptr) {}
         // m: nullptr for none.
-        explicit Guard(std::mutex *m) : m_(m) {
+        explicit Guard(SpinLock *m) : m_(m) {
             if (m_ != nullptr) {
                 m_->lock();
             }
@@ -403,7 +427,7 @@ private:
         Guard &operator=(const Guard &) = delete;
 
     private:
-        std::mutex *m_;
+        SpinLock *m_;
     };
     // Outside the lock: may release a UCX descriptor.
     void free_message(Message *msg) {
@@ -418,12 +442,12 @@ private:
     }
     // What a receiving thread's matching call takes: the core's lock, unless
     // comm's matching has its own locks (tail queues).
-    std::mutex *match_lock(const Comm &comm) {
+    SpinLock *match_lock(const Comm &comm) {
         return thread_multiple_ && !comm.tailq ? &lock_ : nullptr;
     }
     // The message pool has its own lock, so that a receiving thread giving a
     // descriptor back does not wait for arrivals matched under lock_.
-    std::mutex *pool_lock() { return thread_multiple_ ? &pool_lock_ : nullptr; }
+    SpinLock *pool_lock() { return thread_multiple_ ? &pool_lock_ : nullptr; }
     // Under the lock: an arrival that cannot be kept for want of memory. Its
     // rendezvous descriptor is released unless UCX still owns it (inside the
     // arrival's own callback, where returning UCS_OK gives it back).
@@ -453,8 +477,8 @@ private:
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
 
-    std::mutex lock_;
-    std::mutex pool_lock_; // messages_; taken after lock_ where both are
+    SpinLock lock_;
+    SpinLock pool_lock_; // messages_; taken after lock_ where both are
     std::atomic<bool> progressing_{false};
     std::vector<Comm *> comms_; // by context id
     std::unordered_map<uint32_t, std::vector<Message *>> unknown_comm_; // arrived before their communicator

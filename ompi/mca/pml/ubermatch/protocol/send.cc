@@ -73,7 +73,7 @@ bool Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data
                            SendOp *op) {
     bool first = false;
     {
-        std::lock_guard<std::mutex> lock(peer->ring_lock);
+        std::lock_guard<SpinLock> lock(peer->ring_lock);
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         op->hdr.seq = __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED);
         if (peer->ring != nullptr && peer->ring->push(op->hdr, data, length)) {
