@@ -60,7 +60,7 @@ public:
         while (held_.exchange(true, std::memory_order_acquire)) {
             for (unsigned spins = 0; held_.load(std::memory_order_relaxed);) {
                 if (++spins < 128) {
-                    __builtin_ia32_pause();
+                    relax();
                 } else {
                     std::this_thread::yield();
                     spins = 0;
@@ -71,6 +71,13 @@ public:
     void unlock() noexcept { held_.store(false, std::memory_order_release); }
 
 private:
+    static void relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#endif
+    }
     std::atomic<bool> held_{false};
 };
 
