@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "matching/queue.h"
+#include "matching/registry.h"
 
 namespace ubermatch {
 
@@ -52,6 +53,7 @@ TailBins::TailBins(const std::string &backend, int32_t comm_size, const um_param
     for (int i = 0; i < bins; ++i) {
         bins_.push_back(std::make_unique<Bin>(backend, comm_size, params));
     }
+    wait_ = make_engine(backend, comm_size, params);
 }
 
 // Sources and tags of one thread's traffic are often consecutive: mix them so
@@ -178,15 +180,13 @@ int TailBins::cancel(int32_t source, int32_t tag, void *request, bool *removed) 
     }
     Ordered all(*this);
     ++ordered_calls_;
-    const auto it = std::find_if(wait_.begin(), wait_.end(), [&](const Waiting &w) { return w.request == request; });
-    if (it != wait_.end()) {
-        wait_.erase(it);
-        waiting_ = wait_.size();
+    *removed = false;
+    wait_->cancel(source, tag, request, removed);
+    if (*removed) {
+        --waiting_;
         ++wait_cancels_;
-        *removed = true;
         return UM_OK;
     }
-    *removed = false;
     return exact(source, tag) ? b.q.cancel(source, tag, request, removed) : UM_OK;
 }
 
@@ -247,8 +247,9 @@ int TailBins::post_ordered(int32_t source, int32_t tag, const um_hint_t &hint, v
         }
         return rc;
     }
-    wait_.push_back({source, tag, request});
-    waiting_ = wait_.size();
+    um_match_t queued{};
+    wait_->post_recv(source, tag, hint, request, &queued); // W holds no message: this queues
+    ++waiting_;
     wait_max_ = std::max<uint64_t>(wait_max_, waiting_);
     *out = {nullptr, inspected};
     return UM_OK;
@@ -267,18 +268,19 @@ int TailBins::arrive_ordered(int32_t source, int32_t tag, const um_hint_t &hint,
     if (rc != UM_OK || out->handle != nullptr) {
         return rc;
     }
-    const auto it = std::find_if(wait_.begin(), wait_.end(),
-                                 [&](const Waiting &w) { return recv_matches(w.source, w.tag, source, tag); });
-    out->inspected += static_cast<uint32_t>(it - wait_.begin());
-    if (it == wait_.end()) {
+    um_match_t w{};
+    wait_->arrive(source, tag, hint, message, &w);
+    out->inspected += w.inspected;
+    if (w.handle == nullptr) {
+        um_match_t none{};
+        wait_->mprobe(source, tag, hint, &none); // W keeps receives only: take the message back out
         return UM_OK;
     }
     um_match_t back{};
     b.q.mprobe(source, tag, hint, &back); // back.handle == message (see above)
     forget(b, message);
-    out->handle = it->request;
-    wait_.erase(it);
-    waiting_ = wait_.size();
+    out->handle = w.handle;
+    --waiting_;
     return UM_OK;
 }
 
@@ -334,7 +336,7 @@ void TailBins::dump(std::ostream &out) const {
     }
     Ordered all(*this);
     out << "tail queues in " << bins_.size() << " bins around " << backend_name() << "; receives waiting behind a wildcard (W): "
-        << wait_.size() << " (most " << wait_max_ << "), calls under every bin's gate: " << ordered_calls_ << "\n";
+        << waiting_ << " (most " << wait_max_ << "), calls under every bin's gate: " << ordered_calls_ << "\n";
     for (size_t i = 0; i < bins_.size(); ++i) {
         const um_stats_t s = bins_[i]->q.stats();
         out << "  bin " << i << ": " << s.posted_len << " receives, " << s.unexpected_len << " messages, "
@@ -358,8 +360,8 @@ Snapshot TailBins::snapshot() const {
             messages.emplace_back(stamp_of(*b, e.handle), e);
         }
     }
-    for (const Waiting &w : wait_) {
-        snap.posted.push_back({snap.posted.size(), w.request, w.source, w.tag});
+    for (const QueuedElement &w : wait_->snapshot().posted) {
+        snap.posted.push_back({snap.posted.size(), w.handle, w.source, w.tag});
     }
     std::sort(messages.begin(), messages.end(),
               [](const auto &a, const auto &b) { return a.first < b.first; });

@@ -11,12 +11,14 @@
 //    reader-writer lock per bin, read by the exact calls of that bin) and
 //    takes the earliest matching message of all bins, by an arrival stamp
 //    that each queued message gets (taken only when a message is queued);
-//  - one that finds none is queued in an ordered list W, and while W holds a
-//    receive, every receive goes to W behind it (so every receive in a bin
-//    was posted before every receive in W) and every arrival, after its bin's
-//    receives, searches W under all gates: the "ordered mode". An application
-//    that keeps a wildcard receive posted all the time runs in it and gains
-//    nothing from bins (docs/tail-queues.md, "Bins").
+//  - one that finds none is queued in W, one more instance of the backend
+//    that only ever holds receives (searched as the backend searches, not
+//    walked), and while W holds a receive, every receive goes to W behind it
+//    (so every receive in a bin was posted before every receive in W) and
+//    every arrival, after its bin's receives, searches W under all gates: the
+//    "ordered mode". An application that keeps a wildcard receive posted all
+//    the time runs in it and gains nothing from bins (docs/tail-queues.md,
+//    "Bins").
 // An exact probe needs no gate (it removes nothing); a wildcard probe or
 // mprobe takes them all. With one bin every call goes straight to the one
 // TailQueues.
@@ -25,7 +27,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -77,11 +78,6 @@ private:
         std::mutex stamp_mu; // the stamps of this bin's queued messages
         std::unordered_map<void *, uint64_t> stamps;
     };
-    struct Waiting {
-        int32_t source;
-        int32_t tag;
-        void *request;
-    };
     class Ordered; // holds every gate
     struct StampCtx;
 
@@ -108,8 +104,8 @@ private:
     const int32_t comm_size_;
     std::atomic<uint64_t> clock_{0}; // arrival stamps
     // Changed only under every gate, so read under any one.
-    std::deque<Waiting> wait_; // W
-    size_t waiting_ = 0;       // wait_.size()
+    std::unique_ptr<Engine> wait_; // W: receives only
+    size_t waiting_ = 0;           // receives in W
     uint64_t wait_max_ = 0, wait_cancels_ = 0, ordered_calls_ = 0;
 };
 

@@ -49,10 +49,11 @@ suite "engine tests under ASan+UBSan" sanitized
 suite "tail queues, every backend, concurrent under TSan" test/engine/tailq_tsan.sh --ops 20000
 # Binned tail queues: one receiver and one arriver (unexpected messages pile up
 # across bins, so a wildcard's earliest message is a real choice), then three
-# of each (more calls in parallel).
+# of each (more calls in parallel), then with 1% wildcards (bins mostly apart).
 tailq_bins_tsan() {
     test/engine/tailq_tsan.sh --ops 20000 --bins 4 --receivers 1 --arrivers 1 &&
-        test/engine/tailq_tsan.sh --ops 20000 --bins 4 --receivers 3 --arrivers 3
+        test/engine/tailq_tsan.sh --ops 20000 --bins 4 --receivers 3 --arrivers 3 &&
+        test/engine/tailq_tsan.sh --ops 20000 --bins 4 --receivers 3 --arrivers 3 --wildcards 0.01
 }
 suite "tail queues in 4 bins, every backend, concurrent under TSan" tailq_bins_tsan
 

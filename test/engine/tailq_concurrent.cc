@@ -23,7 +23,9 @@
 // hook's plain write (else a wrong value, or a race for TSan).
 //
 // usage: tailq_concurrent [--backend NAME|all] [--ops N] [--seed S]
-//                         [--receivers R] [--arrivers A] [--bins B]
+//                         [--receivers R] [--arrivers A] [--bins B] [--wildcards F]
+// --wildcards F: the share of receives with MPI_ANY_SOURCE, and apart of those
+// with MPI_ANY_TAG (default 0.15; low: bins work apart, not in their ordered mode).
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -72,6 +74,7 @@ struct Run {
     std::vector<Msg> msgs;
     std::vector<Recv> recvs;
     std::atomic<int> errors{0};
+    double wildcards = 0.15;
 };
 
 void fail(Run &run, const char *what, long a, long b) {
@@ -107,8 +110,8 @@ void receiver(Run &run, TailQueues &tq, int id, size_t first, size_t count, uint
     for (size_t i = first; i < first + count; ++i) {
         Recv &r = run.recvs[i];
         r.thread = id;
-        r.source = u(rng) < 0.15 ? UM_ANY_SOURCE : static_cast<int32_t>(rng() % kSources);
-        r.tag = u(rng) < 0.15 ? UM_ANY_TAG : static_cast<int32_t>(rng() % kTags);
+        r.source = u(rng) < run.wildcards ? UM_ANY_SOURCE : static_cast<int32_t>(rng() % kSources);
+        r.tag = u(rng) < run.wildcards ? UM_ANY_TAG : static_cast<int32_t>(rng() % kTags);
         const double what = u(rng);
         um_match_t m{};
         if (what < 0.05) { // probe: must see a message that is (or was) there
@@ -293,9 +296,11 @@ void check_end(Run &run, TailQueues &tq) {
     }
 }
 
-bool run_one(const std::string &backend, size_t ops, uint64_t seed, int receivers, int arrivers, int bins) {
+bool run_one(const std::string &backend, size_t ops, uint64_t seed, int receivers, int arrivers, int bins,
+             double wildcards) {
     TailQueues tq(backend, kSources, ubermatch::default_params(), bins);
     Run run;
+    run.wildcards = wildcards;
     const size_t per_r = ops / 2 / static_cast<size_t>(receivers);
     const size_t per_a = ops / 2 / static_cast<size_t>(arrivers);
     run.recvs = std::vector<Recv>(per_r * static_cast<size_t>(receivers));
@@ -333,6 +338,7 @@ int main(int argc, char **argv) {
     size_t ops = 20000;
     uint64_t seed = 1;
     int receivers = 2, arrivers = 2, bins = 1;
+    double wildcards = 0.15;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "--backend") backend = argv[i + 1];
@@ -341,13 +347,14 @@ int main(int argc, char **argv) {
         else if (a == "--receivers") receivers = std::atoi(argv[i + 1]);
         else if (a == "--arrivers") arrivers = std::atoi(argv[i + 1]);
         else if (a == "--bins") bins = std::atoi(argv[i + 1]);
+        else if (a == "--wildcards") wildcards = std::atof(argv[i + 1]);
         else {
-            std::fprintf(stderr, "unknown option %s (valid: --backend --ops --seed --receivers --arrivers --bins)\n", argv[i]);
+            std::fprintf(stderr, "unknown option %s (valid: --backend --ops --seed --receivers --arrivers --bins --wildcards)\n", argv[i]);
             return 2;
         }
     }
-    if (receivers < 1 || arrivers < 1 || kSources % arrivers != 0) {
-        std::fprintf(stderr, "--receivers >= 1, --arrivers one of 1, 2, 3, 6\n");
+    if (receivers < 1 || arrivers < 1 || kSources % arrivers != 0 || !(wildcards >= 0 && wildcards <= 1)) {
+        std::fprintf(stderr, "--receivers >= 1, --arrivers one of 1, 2, 3, 6, --wildcards 0 .. 1\n");
         return 2;
     }
     bool ok = true;
@@ -357,10 +364,10 @@ int main(int argc, char **argv) {
                 if (b.assertion != nullptr) {
                     continue; // relaxed backends refuse the wildcards and unexpected messages this workload has
                 }
-                ok = run_one(b.name, ops, seed, receivers, arrivers, bins) && ok;
+                ok = run_one(b.name, ops, seed, receivers, arrivers, bins, wildcards) && ok;
             }
         } else {
-            ok = run_one(backend, ops, seed, receivers, arrivers, bins);
+            ok = run_one(backend, ops, seed, receivers, arrivers, bins, wildcards);
         }
     } catch (const std::exception &e) {
         std::fprintf(stderr, "%s\n", e.what());
