@@ -92,7 +92,7 @@ void Protocol::disconnect(Peer **peers, size_t count) {
         peer->ep = nullptr;
         // The ring stays mapped (and the Peer alive) until the end: a reply
         // may still name it, and the receiver may still be reading.
-        Guard ring(thread_multiple_ ? &peer->ring_lock : nullptr);
+        Guard ring(ring_lock(*peer));
         peer->shm = Peer::kNoRing;
         peer->ring = nullptr;
     }
@@ -112,7 +112,7 @@ void Protocol::offer(Peer &peer) noexcept {
     std::string err;
     std::unique_ptr<shm::Sender> ring(new (std::nothrow) shm::Sender(ring_cells_, err));
     if (ring == nullptr || !err.empty() || ring->name().size() >= sizeof(ShmOffer::name)) {
-        Guard lock(thread_multiple_ ? &peer.ring_lock : nullptr);
+        Guard lock(ring_lock(peer));
         peer.shm = Peer::kNoRing; // no shared memory here (e.g. /dev/shm full): UCX carries everything
         return;
     }
@@ -122,12 +122,12 @@ void Protocol::offer(Peer &peer) noexcept {
     std::memcpy(o.name, ring->name().c_str(), ring->name().size() + 1);
     {
         // Before the offer goes: with threads its reply may come at once.
-        Guard lock(thread_multiple_ ? &peer.ring_lock : nullptr);
+        Guard lock(ring_lock(peer));
         peer.offered = std::move(ring);
         peer.shm = Peer::kOffered;
     }
     if (!send_control(peer.ep, kAmShmOffer, o, UCP_AM_SEND_FLAG_REPLY)) {
-        Guard lock(thread_multiple_ ? &peer.ring_lock : nullptr);
+        Guard lock(ring_lock(peer));
         peer.shm = Peer::kNoRing;
         peer.offered.reset();
     }
@@ -175,7 +175,7 @@ ucs_status_t Protocol::am_shm_reply_cb(void *arg, const void *header, size_t hea
         return UCS_OK;
     }
     Peer &peer = *self->peers_[r.peer];
-    Guard ring(self->thread_multiple_ ? &peer.ring_lock : nullptr);
+    Guard ring(self->ring_lock(peer));
     if (peer.shm == Peer::kOffered) {
         if (r.ok == 1) {
             peer.ring = peer.offered.get();

@@ -164,12 +164,7 @@ int Protocol::progress_shared() {
         std::this_thread::yield();
         return 0;
     }
-    // Inside the gate, one thread at a time, as without threads: the rings,
-    // then UCX (a few rounds later while the rings deliver).
-    int events = inbound_.empty() ? 0 : poll_rings();
-    if (events == 0 || (++ring_rounds_ & 7) == 0) {
-        events += static_cast<int>(ucp_worker_progress(worker_));
-    }
+    const int events = poll_rings_then_ucx(); // inside the gate: one thread at a time
     if (UM_UNLIKELY(messages_.dipped())) {
         top_up_reserve(); // takes the core's lock, which matching threads hold
     }

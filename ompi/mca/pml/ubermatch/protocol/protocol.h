@@ -278,13 +278,7 @@ public:
     ucp_worker_h worker() const { return worker_; }
     int progress() {
         if (!thread_multiple_) {
-            // A ring that delivered keeps UCX waiting a few rounds (it
-            // carries what little UCX has then: larger and synchronous sends).
-            int n = inbound_.empty() ? 0 : poll_rings();
-            if (n > 0 && (++ring_rounds_ & 7) != 0) {
-                return n;
-            }
-            n += static_cast<int>(ucp_worker_progress(worker_));
+            const int n = poll_rings_then_ucx();
             if (UM_UNLIKELY(messages_.dipped())) {
                 top_up_reserve();
             }
@@ -455,6 +449,17 @@ private:
     // The message pool has its own lock, so that a receiving thread giving a
     // descriptor back does not wait for arrivals matched under lock_.
     SpinLock *pool_lock() { return thread_multiple_ ? &pool_lock_ : nullptr; }
+    // A peer's ring state (Peer::ring_lock), locked only with threads.
+    SpinLock *ring_lock(Peer &peer) { return thread_multiple_ ? &peer.ring_lock : nullptr; }
+    // The rings, then UCX; while the rings deliver, UCX only every 8th round
+    // (it carries what little it has then: larger and synchronous sends).
+    int poll_rings_then_ucx() {
+        int n = inbound_.empty() ? 0 : poll_rings();
+        if (n == 0 || (++ring_rounds_ & 7) == 0) {
+            n += static_cast<int>(ucp_worker_progress(worker_));
+        }
+        return n;
+    }
     // Under the lock: an arrival that cannot be kept for want of memory. Its
     // rendezvous descriptor is released unless UCX still owns it (inside the
     // arrival's own callback, where returning UCS_OK gives it back).
