@@ -16,11 +16,14 @@
 // Layout: a control line, the receiver's tail in a line of its own, then
 // 64-byte cells. A record is a RecordHeader and its payload over one or more
 // cells; one that would run past the end is preceded by a pad record to the
-// end. A record is published by storing its stamp (its position + 1) last;
-// the receiver clears the stamp of every cell it consumed before it moves the
-// tail, so that a stamp is never read from old payload. It does both every
-// kPublish cells, not per record: a line the sender is about to write again
-// is then not pulled back to the receiver's cache for each message.
+// end. A record is published by storing its stamp (its position + 1) last,
+// after the sender has cleared the stamp of the cell that follows it: the
+// receiver reads a stamp only where a record may start next, so it never
+// takes old payload for one, and it writes nothing in the cells (a line it
+// wrote would have to come back to the sender's cache before the next lap's
+// record; clearing every cell it consumed cost a 4 KiB message 65 such
+// lines). It moves the tail every kPublish cells, not per record. The sender
+// keeps one cell free, the one it clears.
 #ifndef UBERMATCH_PROTOCOL_SHM_H
 #define UBERMATCH_PROTOCOL_SHM_H
 
@@ -35,7 +38,7 @@
 namespace ubermatch::protocol::shm {
 
 constexpr size_t kCell = 64;
-constexpr uint64_t kMagic = 0x756265726d736831ull; // "ubermsh1"
+constexpr uint64_t kMagic = 0x756265726d736832ull; // "ubermsh2": the sender clears the next stamp
 constexpr uint32_t kPad = UINT32_MAX;               // RecordHeader::length of a pad record
 constexpr uint32_t kDefaultCells = 4096;            // 256 KiB per ring
 constexpr uint64_t kPublish = 32;                   // cells consumed between tail updates
@@ -100,13 +103,15 @@ public:
         const size_t need = cells_for(length);
         size_t index = static_cast<size_t>(head_ & mask_);
         const size_t pad = index + need > cells_ ? cells_ - index : 0;
-        if (head_ + pad + need - tail_ > cells_) {
+        if (head_ + pad + need + 1 - tail_ > cells_) { // + 1: the cell after the record
             tail_ = seg_->tail.position.load(std::memory_order_acquire);
-            if (head_ + pad + need - tail_ > cells_) {
+            if (head_ + pad + need + 1 - tail_ > cells_) {
                 return false;
             }
         }
         if (pad != 0) {
+            // Cell 0, after the pad, starts a record on every lap (none wraps):
+            // its stamp is an older lap's, never the one the receiver waits for.
             RecordHeader *p = seg_->at(index);
             p->length = kPad;
             p->stamp.store(head_ + 1, std::memory_order_release);
@@ -124,6 +129,7 @@ public:
         if (length != 0) { // data may be null then
             std::memcpy(reinterpret_cast<unsigned char *>(r) + sizeof *r, data, length);
         }
+        seg_->at((index + need) & mask_)->stamp.store(0, std::memory_order_relaxed);
         r->stamp.store(head_ + 1, std::memory_order_release);
         head_ += need;
         return true;
@@ -172,10 +178,8 @@ public:
             pos_ += used;
         }
         if (pos_ - published_ >= kPublish) {
-            for (; published_ != pos_; ++published_) {
-                seg_->at(static_cast<size_t>(published_ & mask_))->stamp.store(0, std::memory_order_relaxed);
-            }
             seg_->tail.position.store(pos_, std::memory_order_release);
+            published_ = pos_;
         }
         return n;
     }
@@ -186,7 +190,7 @@ private:
     uint32_t cells_ = 0;
     uint64_t mask_ = 0;
     uint64_t pos_ = 0;       // next cell to read
-    uint64_t published_ = 0; // cells cleared and given back to the sender
+    uint64_t published_ = 0; // cells given back to the sender
 };
 
 } // namespace ubermatch::protocol::shm
