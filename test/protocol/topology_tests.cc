@@ -36,12 +36,14 @@ constexpr const char *kEpyc2 = "Package:1 L3Cache:1(size=33554432) L2Cache:2(siz
 
 } // namespace
 
-TEST_CASE("two processes: rings of 256 KiB at most, whatever their share of the L2") {
+TEST_CASE("two processes: half the L2 each, 512 KiB at most") {
     Synthetic m(kEpyc2);
     const RingPlan p = m.plan(2);
-    CHECK(p.cells * shm::kCell == 256 * 1024); // 1 MiB / 2 rings, capped
+    CHECK(p.cells * shm::kCell == 512 * 1024); // 1 MiB / 2 rings
     CHECK(p.why.find("L2 cache 1 MiB") != std::string::npos);
-    CHECK(p.why.find("rings of 256 KiB") != std::string::npos);
+    CHECK(p.why.find("rings of 512 KiB") != std::string::npos);
+    Synthetic big("Package:1 L2Cache:2(size=4194304) Core:1 PU:1");
+    CHECK(big.plan(2).cells * shm::kCell == 512 * 1024); // 4 MiB / 2 rings, capped
 }
 
 TEST_CASE("more processes on the node: smaller rings, down to what four records need") {
@@ -56,7 +58,7 @@ TEST_CASE("more processes on the node: smaller rings, down to what four records 
     CHECK(shm::max_payload(m.plan(8, 20000).cells) >= 20000);
 }
 
-TEST_CASE("a large L2 keeps 256 KiB rings for more processes") {
+TEST_CASE("a large L2 keeps large rings for more processes") {
     Synthetic m("Package:1 L2Cache:4(size=4194304) Core:1 PU:1");
     CHECK(m.plan(2).cells == kMaxRingCells);
     CHECK(m.plan(9).cells * shm::kCell == 256 * 1024);  // 4 MiB / 16 rings

@@ -206,15 +206,15 @@ static int mca_pml_ubermatch_component_register(void)
     (void) register_var("shm_eager_limit",
                         "Largest message (bytes) sent to a process of the same node through a "
                         "shared-memory ring of our own instead of UCX (docs/message-path.md), "
-                        "0 .. 65496; 0: every message through UCX. Synchronous sends and "
-                        "MPI_THREAD_MULTIPLE always use UCX",
+                        "0 .. 65496; 0: every message through UCX. Synchronous sends always "
+                        "use UCX",
                         MCA_BASE_VAR_TYPE_SIZE_T, OPAL_INFO_LVL_4, &cfg->shm_eager_limit);
 
     cfg->hwloc = true;
     (void) register_var("hwloc",
                         "Size each shared-memory ring from the L2 cache of this process's cores "
                         "and the processes on its node (hwloc): L2 / (2 (n - 1)), 64 KiB .. "
-                        "256 KiB; off: 256 KiB",
+                        "512 KiB; off: 256 KiB",
                         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, &cfg->hwloc);
 
     cfg->trace = NULL;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace ubermatch::protocol::shm {
 
@@ -59,6 +60,14 @@ Sender::Sender(uint32_t cells, std::string &err) : cells_(cells), mask_(cells - 
         return;
     }
     seg_ = static_cast<Segment *>(p); // zero-filled by ftruncate: every stamp 0, tail 0
+    payload_.reset(new (std::nothrow) uint64_t[cells / 64]()); // no cell holds payload yet
+    if (!payload_) {
+        err = "no memory for the ring's cell map";
+        munmap(seg_, bytes);
+        seg_ = nullptr;
+        unlink();
+        return;
+    }
     seg_->control.cells = cells;
     seg_->control.header_bytes = sizeof(RecordHeader);
     std::atomic_thread_fence(std::memory_order_release);
@@ -70,6 +79,19 @@ Sender::~Sender() {
         munmap(seg_, segment_bytes(cells_));
     }
     unlink();
+}
+
+void Sender::mark_payload(size_t from, size_t to) {
+    while (from < to && (from & 63) != 0) {
+        payload_[from >> 6] |= uint64_t{1} << (from & 63);
+        ++from;
+    }
+    for (; from + 64 <= to; from += 64) {
+        payload_[from >> 6] = ~uint64_t{0};
+    }
+    for (; from < to; ++from) {
+        payload_[from >> 6] |= uint64_t{1} << (from & 63);
+    }
 }
 
 void Sender::unlink() {

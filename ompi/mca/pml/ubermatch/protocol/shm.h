@@ -16,14 +16,16 @@
 // Layout: a control line, the receiver's tail in a line of its own, then
 // 64-byte cells. A record is a RecordHeader and its payload over one or more
 // cells; one that would run past the end is preceded by a pad record to the
-// end. A record is published by storing its stamp (its position + 1) last,
-// after the sender has cleared the stamp of the cell that follows it: the
-// receiver reads a stamp only where a record may start next, so it never
-// takes old payload for one, and it writes nothing in the cells (a line it
-// wrote would have to come back to the sender's cache before the next lap's
-// record; clearing every cell it consumed cost a 4 KiB message 65 such
-// lines). It moves the tail every kPublish cells, not per record. The sender
-// keeps one cell free, the one it clears.
+// end. A record is published by storing its stamp (its position + 1) last.
+// The receiver reads a stamp only where a record may start next, and must
+// never take old payload there for one: before publishing a record the
+// sender clears the stamp of the cell after it if that cell last held
+// payload (it keeps a bit per cell), and so keeps one cell free. The receiver
+// writes nothing in the cells (it used to clear every cell it consumed: each
+// such line then had to come back to the sender's cache before the next
+// lap's record, 65 lines for a 4 KiB message), and moves the tail every
+// kPublish cells, not per record. A run of one-cell records (messages of up
+// to 24 B) clears nothing: every cell starts a record.
 #ifndef UBERMATCH_PROTOCOL_SHM_H
 #define UBERMATCH_PROTOCOL_SHM_H
 
@@ -31,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "ompi/mca/pml/ubermatch/protocol/wire.h"
@@ -114,6 +117,7 @@ public:
             // its stamp is an older lap's, never the one the receiver waits for.
             RecordHeader *p = seg_->at(index);
             p->length = kPad;
+            mark_stamp(index);
             p->stamp.store(head_ + 1, std::memory_order_release);
             head_ += pad;
             index = 0;
@@ -129,18 +133,33 @@ public:
         if (length != 0) { // data may be null then
             std::memcpy(reinterpret_cast<unsigned char *>(r) + sizeof *r, data, length);
         }
-        seg_->at((index + need) & mask_)->stamp.store(0, std::memory_order_relaxed);
+        mark_stamp(index);
+        if (need > 1) {
+            mark_payload(index + 1, index + need);
+        }
+        const size_t next = (index + need) & mask_;
+        if (__builtin_expect(held_payload(next), 0)) {
+            seg_->at(next)->stamp.store(0, std::memory_order_relaxed);
+            mark_stamp(next);
+        }
         r->stamp.store(head_ + 1, std::memory_order_release);
         head_ += need;
         return true;
     }
 
 private:
+    // payload_: a bit per cell, set when the sender last wrote payload at the
+    // cell's start, clear when it wrote a stamp there (or nothing yet).
+    bool held_payload(size_t cell) const { return (payload_[cell >> 6] >> (cell & 63)) & 1; }
+    void mark_stamp(size_t cell) { payload_[cell >> 6] &= ~(uint64_t{1} << (cell & 63)); }
+    void mark_payload(size_t from, size_t to); // [from, to) within the ring; a record's own stamp cell is not in it
+
     Segment *seg_ = nullptr;
     uint32_t cells_ = 0;
     uint64_t mask_ = 0;
     uint64_t head_ = 0;
     uint64_t tail_ = 0; // last tail read
+    std::unique_ptr<uint64_t[]> payload_;
     std::string name_;
     bool linked_ = false;
 };

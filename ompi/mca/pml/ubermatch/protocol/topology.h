@@ -28,7 +28,9 @@ struct RingPlan {
     std::string why; // one line for verbose output
 };
 
-constexpr uint32_t kMaxRingCells = shm::kDefaultCells; // 256 KiB
+// 512 KiB: a window of 64 records of 8 KiB (the default eager limit) nearly
+// fits, where 256 KiB rings sent half of it through UCX (docs/message-path.md).
+constexpr uint32_t kMaxRingCells = 2 * shm::kDefaultCells;
 
 // `where`: the PUs this process may run on (nullptr: the whole machine);
 // `local_procs`: processes of the job on this node, this one included.
