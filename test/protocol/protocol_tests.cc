@@ -414,6 +414,50 @@ void order_across_paths(Pair &p, size_t limit, int n) {
 
 } // namespace
 
+// Payloads of a few bytes are copied without memcpy (copy_payload): each size,
+// received posted and unexpected, through UCX and through a ring, arrives whole
+// and writes nothing past its end.
+TEST_CASE("protocol: every small size arrives whole, posted and unexpected, writing nothing past it",
+          "[protocol][shm]") {
+    for (const size_t shm : {size_t{0}, size_t{1024}}) {
+        DYNAMIC_SECTION((shm != 0 ? "rings" : "UCX only")) {
+            Pair p(0, shm);
+            um_proto_comm_t *ca = p.comm(p.a, 9);
+            um_proto_comm_t *cb = p.comm(p.b, 9);
+            for (int pass = 0; pass < 2; ++pass) { // the first pass also makes the ring
+                for (size_t n = 0; n <= 40; ++n) {
+                    for (const bool unexpected : {false, true}) {
+                        INFO("pass " << pass << ", " << n << " bytes, " << (unexpected ? "unexpected" : "posted"));
+                        const auto m = pattern(n, static_cast<unsigned>(n) + 1);
+                        std::vector<unsigned char> buf(n + 16, 0xEE);
+                        Op s, r;
+                        if (unexpected) {
+                            REQUIRE(p.send(ca, 3, m.data(), n, s) == UM_PROTO_OK);
+                            REQUIRE(p.until([&] { return unexpected_len(p.b, cb) == 1; }));
+                        }
+                        REQUIRE(p.post(cb, 0, 3, buf.data(), n + 8, r) == UM_PROTO_OK);
+                        if (!unexpected) {
+                            REQUIRE(p.send(ca, 3, m.data(), n, s) == UM_PROTO_OK);
+                        }
+                        REQUIRE(p.until([&] { return r.done && s.done; }));
+                        CHECK(r.status == UM_PROTO_OK);
+                        CHECK(r.received == n);
+                        CHECK(std::memcmp(buf.data(), m.data(), n) == 0);
+                        size_t past = 0;
+                        for (size_t i = n; i < buf.size(); ++i) {
+                            past += buf[i] != 0xEE;
+                        }
+                        CHECK(past == 0);
+                    }
+                }
+            }
+            if (shm != 0) {
+                CHECK(shm_of(p.a).sent > 0); // the second pass went through the ring
+            }
+        }
+    }
+}
+
 TEST_CASE("protocol: shared-memory ring and UCX together keep MPI order", "[protocol][shm]") {
     Pair p(0, 1024);
     order_across_paths(p, 1024, 12000); // more than a ring holds: some small ones go by UCX too

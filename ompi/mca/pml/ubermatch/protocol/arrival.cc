@@ -227,7 +227,7 @@ void Protocol::store(Message *msg) noexcept {
             return;
         }
     }
-    std::memcpy(copy, msg->data, msg->length);
+    copy_payload(copy, msg->data, msg->length);
     msg->data = copy;
 }
 

@@ -72,7 +72,7 @@ void Protocol::copy_out(um_proto_recv_t *recv, const void *data, size_t n) {
         return;
     }
     if (UM_LIKELY(recv->buffer != nullptr)) {
-        std::memcpy(recv->buffer, data, n);
+        copy_payload(recv->buffer, data, n);
     } else {
         cb_.recv_unpack(recv->cookie, data, n);
     }
