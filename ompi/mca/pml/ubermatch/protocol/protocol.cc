@@ -59,7 +59,7 @@ void Protocol::start() {
     // UCX's own rendezvous threshold for active messages is a few KiB here, and
     // its rendezvous (RTS, get, ATS) costs 6 us at 16 KiB where an eager copy
     // costs 1.4 (docs/message-path.md): unless the user chose (the MCA
-    // parameter or UCX_RNDV_THRESH), rendezvous starts at kRndvThresh.
+    // parameter or UCX_RNDV_THRESH), rendezvous starts at kRndvThresh (64 KiB).
     const std::string rndv = !ucx_rndv_thresh_.empty() ? ucx_rndv_thresh_
                              : std::getenv("UCX_RNDV_THRESH") == nullptr ? kRndvThresh
                                                                          : std::string();

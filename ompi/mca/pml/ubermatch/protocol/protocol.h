@@ -179,8 +179,10 @@ private:
 
 class Protocol;
 
-// Where rendezvous starts unless the user says (measured: docs/message-path.md).
-constexpr const char *kRndvThresh = "128k";
+// Where rendezvous starts unless the user says (measured: docs/message-path.md,
+// rounds 1 and 5: below 32 KiB UCX's rendezvous costs more than an eager copy;
+// from 64 KiB its single copy beats the eager fragments, 0.6x the latency).
+constexpr const char *kRndvThresh = "64k";
 
 // Lives in the glue's um_proto_send_op_t.
 struct SendOp {
