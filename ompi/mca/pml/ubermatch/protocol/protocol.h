@@ -29,23 +29,24 @@
 
 namespace ubermatch::protocol {
 
+// n bytes, sizeof(Word) <= n <= 2 sizeof(Word), as two overlapping Word moves.
+template <typename Word> inline void copy_two_words(unsigned char *d, const unsigned char *s, size_t n) {
+    Word head, tail;
+    std::memcpy(&head, s, sizeof head);
+    std::memcpy(&tail, s + n - sizeof tail, sizeof tail);
+    std::memcpy(d, &head, sizeof head);
+    std::memcpy(d + n - sizeof tail, &tail, sizeof tail);
+}
+
 // memcpy for the payloads of most messages (a few bytes, a size known only at
-// run time): up to 16 bytes as two overlapping fixed-size moves, no call.
+// run time): 4 to 16 bytes as two overlapping fixed-size moves, no call.
 inline void copy_payload(void *dst, const void *src, size_t n) {
     auto *d = static_cast<unsigned char *>(dst);
     const auto *s = static_cast<const unsigned char *>(src);
     if (n >= 8 && n <= 16) {
-        uint64_t head, tail;
-        std::memcpy(&head, s, 8);
-        std::memcpy(&tail, s + n - 8, 8);
-        std::memcpy(d, &head, 8);
-        std::memcpy(d + n - 8, &tail, 8);
+        copy_two_words<uint64_t>(d, s, n);
     } else if (n >= 4 && n < 8) {
-        uint32_t head, tail;
-        std::memcpy(&head, s, 4);
-        std::memcpy(&tail, s + n - 4, 4);
-        std::memcpy(d, &head, 4);
-        std::memcpy(d + n - 4, &tail, 4);
+        copy_two_words<uint32_t>(d, s, n);
     } else {
         std::memcpy(d, s, n);
     }

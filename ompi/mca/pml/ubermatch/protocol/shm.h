@@ -106,9 +106,10 @@ public:
         const size_t need = cells_for(length);
         size_t index = static_cast<size_t>(head_ & mask_);
         const size_t pad = index + need > cells_ ? cells_ - index : 0;
-        if (head_ + pad + need + 1 - tail_ > cells_) { // + 1: the cell after the record
+        const uint64_t end = head_ + pad + need + 1; // + 1: the cell after the record
+        if (end - tail_ > cells_) {
             tail_ = seg_->tail.position.load(std::memory_order_acquire);
-            if (head_ + pad + need + 1 - tail_ > cells_) {
+            if (end - tail_ > cells_) {
                 return false;
             }
         }
