@@ -503,6 +503,25 @@ TEST_CASE("protocol: with threads the ring carries small messages both ways, eac
             REQUIRE(um_proto_post_recv(p.a, ca, &r.recv) == UM_PROTO_OK);
         }
     }
+    // b's ring to a first: its offer and the reply need this thread's
+    // progress, which four sending threads on two cores can starve until
+    // every message has gone through UCX (CI saw it).
+    {
+        Op ws, wr;
+        const auto wm = pattern(8, 99);
+        std::vector<unsigned char> wbuf(16);
+        wr.recv.cookie = &wr;
+        wr.recv.buffer = wbuf.data();
+        wr.recv.capacity = wbuf.size();
+        wr.recv.source = 1;
+        wr.recv.tag = kThreads;
+        wr.recv.hint = um_hint_t{};
+        REQUIRE(um_proto_post_recv(p.a, ca, &wr.recv) == UM_PROTO_OK);
+        const um_hint_t hint{};
+        REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, kThreads, &hint, wm.data(), wm.size(), 0, &ws.send, &ws) ==
+                UM_PROTO_OK);
+        REQUIRE(p.until([&] { return wr.done && ws.done && shm_of(p.b).rings_out == 1; }));
+    }
     const uint64_t ring_before = shm_of(p.b).sent;
     std::atomic<int> senders_done{0}, send_errors{0};
     std::vector<std::thread> senders;
