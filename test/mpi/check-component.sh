@@ -108,7 +108,7 @@ kib=$(sed -n 's/.*hwloc: .* rings of \([0-9]*\) KiB (.*/\1/p' <<<"$out" | sort -
 grep -m1 'hwloc: ' <<<"$out" | sed 's/^.*pml_ubermatch: /    /'
 check "the rings mapped have hwloc's size ($kib KiB)" test -n "$(ring_sizes <<<"$out")" -a "$(ring_sizes <<<"$out" | sort -u)" = "$kib"
 out=$(timeout 60 mpirun -np 4 --mca pml ubermatch --mca pml_ubermatch_verbose 1 --mca pml_ubermatch_hwloc 0 "$program" 2>&1)
-check "pml_ubermatch_hwloc 0: says so" grep -q 'hwloc: not asked (pml_ubermatch_hwloc 0, shm_eager_limit 8192): rings of 256 KiB' <<<"$out"
+check "pml_ubermatch_hwloc 0: says so" grep -q 'hwloc: not asked (pml_ubermatch_hwloc 0, shm_eager_limit 32768): rings of 256 KiB' <<<"$out"
 check "pml_ubermatch_hwloc 0: rings of 256 KiB" test "$(ring_sizes <<<"$out" | sort -u)" = 256
 
 # A good setting runs.

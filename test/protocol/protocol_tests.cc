@@ -470,6 +470,31 @@ TEST_CASE("protocol: shared-memory ring and UCX together keep MPI order", "[prot
     CHECK(b.received == a.sent);
 }
 
+TEST_CASE("protocol: a ring takes messages up to a 16th of its size when shm_eager_limit allows more",
+          "[protocol][shm]") {
+    Pair p(0, 32768); // rings of 256 KiB (the default): 16 KiB
+    CHECK(shm_of(p.a).eager_limit == 16384);
+    um_proto_comm_t *ca = p.comm(p.a, 7);
+    um_proto_comm_t *cb = p.comm(p.b, 7);
+    const auto m = pattern(16385, 7);
+    std::vector<unsigned char> buf(16385);
+    // The first message offers the ring; then one at the limit and one past it.
+    const size_t sizes[] = {8, 16384, 16385};
+    uint64_t through_ring[3];
+    for (int i = 0; i < 3; ++i) {
+        Op s, r;
+        REQUIRE(p.post(cb, 0, i, buf.data(), buf.size(), r) == UM_PROTO_OK);
+        REQUIRE(p.send(ca, i, m.data(), sizes[i], s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.received == sizes[i]);
+        CHECK(std::memcmp(buf.data(), m.data(), sizes[i]) == 0);
+        REQUIRE(p.until([&] { return shm_of(p.a).rings_out == 1; }));
+        through_ring[i] = shm_of(p.a).sent;
+    }
+    CHECK(through_ring[1] == through_ring[0] + 1);
+    CHECK(through_ring[2] == through_ring[1]);
+}
+
 TEST_CASE("protocol: with threads the ring carries small messages both ways, each thread's order kept",
           "[protocol][shm][threads]") {
     Pair p(0, 1024, true); // b: MPI_THREAD_MULTIPLE

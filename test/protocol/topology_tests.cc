@@ -12,7 +12,7 @@ using namespace ubermatch::protocol;
 
 namespace {
 
-constexpr size_t kEager = 8192; // pml_ubermatch_shm_eager_limit's default
+constexpr size_t kEager = 32768; // pml_ubermatch_shm_eager_limit's default
 
 // A machine described in hwloc's synthetic syntax (no real hardware read).
 class Synthetic {
@@ -52,10 +52,27 @@ TEST_CASE("more processes on the node: smaller rings, down to what four records 
     CHECK(m.plan(5).cells * shm::kCell == 128 * 1024); // 1 MiB / 8 rings
     CHECK(m.plan(8).cells * shm::kCell == 64 * 1024);  // 1 MiB / 14 rings, a power of two below
     CHECK(m.plan(128).cells * shm::kCell == 64 * 1024); // the floor
-    // The largest eager limit needs 256 KiB for four records, whatever the cache.
+    // Rings grow only for four records of 8 KiB: a larger limit is cut to what
+    // the ring takes.
     const size_t largest = shm::max_payload(shm::kDefaultCells);
-    CHECK(m.plan(128, largest).cells == shm::kDefaultCells);
-    CHECK(shm::max_payload(m.plan(8, 20000).cells) >= 20000);
+    CHECK(m.plan(128, largest).cells * shm::kCell == 64 * 1024);
+    CHECK(shm::max_payload(m.plan(8, 20000).cells) >= shm::kEagerFloor);
+}
+
+TEST_CASE("the eager limit follows the ring: a 16th of it, 8 KiB at least, the parameter at most") {
+    Synthetic m(kEpyc2);
+    CHECK(shm::eager_limit(m.plan(2).cells, kEager) == 32768);  // 512 KiB rings
+    CHECK(shm::eager_limit(m.plan(3).cells, kEager) == 16384);  // 256 KiB
+    CHECK(shm::eager_limit(m.plan(5).cells, kEager) == 8192);   // 128 KiB
+    CHECK(shm::eager_limit(m.plan(128).cells, kEager) == 8192); // 64 KiB: the floor, four records
+    CHECK(shm::eager_limit(m.plan(2).cells, 12000) == 12000);   // the parameter bounds it
+    CHECK(shm::eager_limit(m.plan(128).cells, 4096) == 4096);   // below the floor too
+    CHECK(shm::eager_limit(m.plan(2).cells, 0) == 0);           // no rings
+    CHECK(m.plan(2).why.find("for messages up to 32768 bytes") != std::string::npos);
+    for (unsigned procs : {2u, 3u, 5u, 8u, 128u}) {
+        const uint32_t cells = m.plan(procs, shm::max_payload(shm::kDefaultCells)).cells;
+        CHECK(shm::max_payload(cells) >= shm::eager_limit(cells, shm::max_payload(shm::kDefaultCells)));
+    }
 }
 
 TEST_CASE("a large L2 keeps large rings for more processes") {

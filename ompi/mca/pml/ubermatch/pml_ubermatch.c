@@ -310,12 +310,12 @@ int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs)
         um_proto_shm_counts_t c;
         um_proto_shm_stats(mca_pml_ubermatch.proto, &c);
         PML_UM_VERBOSE(1, "rank %u: shared-memory rings: %llu messages sent through %u, %llu "
-                          "received through %u of %llu KiB in all (pml_ubermatch_shm_eager_limit "
-                          "%zu)",
+                          "received through %u of %llu KiB in all (messages up to %zu bytes; "
+                          "pml_ubermatch_shm_eager_limit %zu)",
                        (unsigned) OMPI_PROC_MY_NAME->vpid, (unsigned long long) c.sent,
                        (unsigned) c.rings_out, (unsigned long long) c.received,
                        (unsigned) c.rings_in, (unsigned long long) (c.ring_bytes_in >> 10),
-                       mca_pml_ubermatch.config.shm_eager_limit);
+                       c.eager_limit, mca_pml_ubermatch.config.shm_eager_limit);
     }
     um_proto_disconnect(mca_pml_ubermatch.proto, peers, nprocs);
     free(peers);

@@ -22,8 +22,9 @@ Protocol::Protocol(const um_proto_config_t &config, const um_proto_callbacks_t &
       ucx_tls_(config.ucx_tls != nullptr ? config.ucx_tls : ""),
       ucx_rndv_thresh_(config.ucx_rndv_thresh != nullptr ? config.ucx_rndv_thresh : ""),
       cb_(callbacks), fail_alloc_every_(config.fail_alloc_every),
-      shm_limit_(config.shm_eager_limit),
-      ring_cells_(config.shm_ring_cells != 0 ? config.shm_ring_cells : shm::kDefaultCells) {}
+      shm_bound_(config.shm_eager_limit),
+      ring_cells_(config.shm_ring_cells != 0 ? config.shm_ring_cells : shm::kDefaultCells),
+      shm_limit_(shm::eager_limit(ring_cells_, shm_bound_)) {}
 
 void Protocol::start() {
     // Fail early, with the valid names, on a bad backend or parameter.
@@ -39,8 +40,8 @@ void Protocol::start() {
         throw std::runtime_error("tailq_bins = " + std::to_string(tailq_bins_) +
                                  " is out of range; valid values are 1 .. " + std::to_string(TailBins::kMaxBins));
     }
-    if (shm_limit_ > shm::max_payload(shm::kDefaultCells)) {
-        throw std::runtime_error("shm_eager_limit = " + std::to_string(shm_limit_) +
+    if (shm_bound_ > shm::max_payload(shm::kDefaultCells)) {
+        throw std::runtime_error("shm_eager_limit = " + std::to_string(shm_bound_) +
                                  " is out of range; valid values are 0 .. " +
                                  std::to_string(shm::max_payload(shm::kDefaultCells)));
     }

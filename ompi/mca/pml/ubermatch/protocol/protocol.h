@@ -332,7 +332,11 @@ public:
     void comm_hook(Comm *comm, um_proto_arrival_fn fn, void *arg);
     void comm_dump(Comm *comm, FILE *out);
     size_t held();
-    um_proto_shm_counts_t shm_counts() const { return shm_counts_; }
+    um_proto_shm_counts_t shm_counts() const {
+        um_proto_shm_counts_t c = shm_counts_;
+        c.eager_limit = shm_limit_;
+        return c;
+    }
     um_proto_faults_t faults();
 
     int send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
@@ -504,8 +508,9 @@ private:
     const uint64_t fail_alloc_every_;
     uint64_t allocations_ = 0;
 
-    const size_t shm_limit_; // largest payload through a ring; 0: no rings
+    const size_t shm_bound_;    // shm_eager_limit: the most shm_limit_ may be
     const uint32_t ring_cells_; // of each ring this process makes
+    const size_t shm_limit_;    // largest payload through a ring (shm::eager_limit); 0: no rings
     std::vector<std::unique_ptr<Peer>> peers_;               // never freed before the end: ids stay valid
     std::vector<std::unique_ptr<shm::Receiver>> inbound_; // rings other processes write to us
     bool polling_ = false;      // poll_rings is not re-entered from a delivery's callback

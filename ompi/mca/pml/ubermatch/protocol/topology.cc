@@ -22,10 +22,12 @@ uint32_t pow2_at_most(uint64_t n) {
     return p;
 }
 
-// Fewest cells that hold four records of the largest payload (shm::max_payload).
+// Fewest cells that hold four records of the largest payload (shm::max_payload)
+// the ring must take whatever its size (shm::eager_limit).
 uint32_t floor_cells(size_t eager_limit) {
+    const size_t must = std::min(eager_limit, shm::kEagerFloor);
     uint32_t cells = 1024; // 64 KiB
-    while (shm::max_payload(cells) < eager_limit && cells < shm::kDefaultCells) {
+    while (shm::max_payload(cells) < must && cells < shm::kDefaultCells) {
         cells *= 2;
     }
     return cells;
@@ -60,7 +62,8 @@ RingPlan plan_rings(hwloc_topology_t topology, hwloc_const_cpuset_t where, unsig
     return {cells, "L2 cache " + kib(l2) + " per core, " + std::to_string(local_procs) +
                        " processes on this node, " + std::to_string(rings) + " rings per process: rings of " +
                        kib(uint64_t{cells} * shm::kCell) + " (" + kib(uint64_t{lo} * shm::kCell) + " .. " +
-                       kib(uint64_t{kMaxRingCells} * shm::kCell) + ")" + plain};
+                       kib(uint64_t{kMaxRingCells} * shm::kCell) + ") for messages up to " +
+                       std::to_string(shm::eager_limit(cells, eager_limit)) + " bytes" + plain};
 }
 
 RingPlan plan_rings_here(unsigned local_procs, size_t eager_limit) {

@@ -78,10 +78,11 @@ typedef struct um_proto_config {
      * that it becomes an error of the operation concerned and nothing else. */
     unsigned fail_alloc_every;
     /* Largest message carried by a shared-memory ring to a peer on the same
-     * node (0: none, every message through UCX). */
+     * node (0: none, every message through UCX); a ring under 16 times that
+     * takes a 16th of its size, 8192 at least (um_proto_shm_counts_t). */
     size_t shm_eager_limit;
     /* Cells (of 64 bytes) of each ring this process makes, a power of two
-     * holding four records of shm_eager_limit; 0: 4096 (256 KiB). */
+     * holding four records of min(shm_eager_limit, 8192); 0: 4096 (256 KiB). */
     uint32_t shm_ring_cells;
 } um_proto_config_t;
 
@@ -189,6 +190,8 @@ typedef struct um_proto_shm_count {
     uint64_t sent, received;
     uint64_t ring_bytes_in; /* cells of the rings read, as their senders sized them */
     uint32_t rings_out, rings_in;
+    size_t eager_limit; /* largest message sent through a ring: shm_eager_limit or,
+                         * with a ring under 16 times that, a 16th of it (8192 at least) */
 } um_proto_shm_counts_t;
 void um_proto_shm_stats(um_proto_t *proto, um_proto_shm_counts_t *counts);
 void um_proto_comm_dump(um_proto_t *proto, um_proto_comm_t *comm, FILE *out);
