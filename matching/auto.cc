@@ -45,16 +45,17 @@ template <bool Posted>
 Found AutoQueue<Posted>::take_recv(int32_t source, int32_t tag) {
     uint32_t inspected = 0;
     Entry *found = nullptr;
+    PeerQueue *fifo = nullptr;
     if (!indexed_) {
         found = list_.find_recv(source, tag, inspected);
         maybe_index(inspected);
     } else {
-        earliest_of_key(source, tag, found, inspected);
+        earliest_of_key(source, tag, found, fifo, inspected);
         if (any_source_ > 0) {
-            earliest_of_key(UM_ANY_SOURCE, tag, found, inspected);
+            earliest_of_key(UM_ANY_SOURCE, tag, found, fifo, inspected);
         }
         if (any_tag_ > 0 && tag >= 0) { // ANY_TAG never matches a collective tag
-            earliest_of_key(source, UM_ANY_TAG, found, inspected);
+            earliest_of_key(source, UM_ANY_TAG, found, fifo, inspected);
         }
         if (blocks_.live() > 0) {
             const uint64_t bound = found != nullptr ? found->seq : UINT64_MAX;
@@ -62,35 +63,37 @@ Found AutoQueue<Posted>::take_recv(int32_t source, int32_t tag) {
                 Entry *wild = static_cast<Entry *>(h.block->handle[h.slot]);
                 if (wild->seq < bound) {
                     found = wild;
+                    fifo = nullptr; // (ANY_SOURCE, ANY_TAG): in no key's FIFO
                 }
             }
         }
     }
-    return found != nullptr ? take(auto_entry(found), inspected) : Found{nullptr, inspected};
+    return found != nullptr ? take(auto_entry(found), inspected, fifo) : Found{nullptr, inspected};
 }
 
 template <bool Posted>
 Found AutoQueue<Posted>::take_message(int32_t source, int32_t tag, bool remove) {
     uint32_t inspected = 0;
     Entry *found = nullptr;
+    PeerQueue *fifo = nullptr; // found's in keys_, when known
     if (!indexed_) {
         found = list_.find_message(source, tag, inspected);
         maybe_index(inspected);
     } else if (is_exact(source, tag)) {
-        if (PeerQueue *fifo = keys_.find(source, tag)) {
+        if ((fifo = keys_.find(source, tag)) != nullptr) {
             found = fifo->front();
             inspected = 1;
         }
     } else if (tag != UM_ANY_TAG) { // ANY_SOURCE
         build_wild_index();
-        if (auto *fifo = by_tag_.find(UM_ANY_SOURCE, tag)) {
-            found = fifo->front();
+        if (auto *wild = by_tag_.find(UM_ANY_SOURCE, tag)) {
+            found = wild->front();
             inspected = 1;
         }
     } else if (source != UM_ANY_SOURCE) { // ANY_TAG
         build_wild_index();
-        if (auto *fifo = by_src_.find(source, UM_ANY_TAG)) {
-            found = fifo->front();
+        if (auto *wild = by_src_.find(source, UM_ANY_TAG)) {
+            found = wild->front();
             inspected = 1;
         }
     } else { // both wildcards: the earliest point-to-point message
@@ -105,7 +108,7 @@ Found AutoQueue<Posted>::take_message(int32_t source, int32_t tag, bool remove) 
     if (found == nullptr) {
         return {nullptr, inspected};
     }
-    return remove ? take(auto_entry(found), inspected) : Found{found->handle, inspected};
+    return remove ? take(auto_entry(found), inspected, fifo) : Found{found->handle, inspected};
 }
 
 template <bool Posted>
@@ -120,7 +123,7 @@ void AutoQueue<Posted>::build_wild_index() {
 }
 
 template <bool Posted>
-Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected) {
+Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected, PeerQueue *fifo) {
     if (!indexed_) {
         list_.remove(e);
     } else {
@@ -133,7 +136,7 @@ Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected) {
                 arrivals_.remove(e);
             }
             if (keyed(e->source, e->tag)) {
-                keys_.remove(e->source, e->tag, static_cast<Entry *>(e));
+                keys_.remove(fifo != nullptr ? *fifo : *keys_.find(e->source, e->tag), static_cast<Entry *>(e));
                 count_wild(e, -1);
             }
             if constexpr (!Posted) {
@@ -198,10 +201,11 @@ void AutoQueue<Posted>::push(int32_t source, int32_t tag, void *handle, uint64_t
 template <bool Posted>
 bool AutoQueue<Posted>::cancel(int32_t source, int32_t tag, void *request) {
     Entry *e = nullptr;
+    PeerQueue *fifo = nullptr;
     if (!indexed_) {
         e = list_.find_handle(request);
     } else if (keyed(source, tag)) {
-        PeerQueue *fifo = keys_.find(source, tag);
+        fifo = keys_.find(source, tag);
         e = fifo != nullptr ? fifo->find_handle(request) : nullptr;
     } else {
         blocks_.for_each([&](const Block &b, unsigned i) {
@@ -214,7 +218,7 @@ bool AutoQueue<Posted>::cancel(int32_t source, int32_t tag, void *request) {
     if (e == nullptr) {
         return false;
     }
-    take(auto_entry(e), 0);
+    take(auto_entry(e), 0, fifo);
     return true;
 }
 

@@ -232,13 +232,15 @@ private:
     static bool keyed(int32_t source, int32_t tag) {
         return !Posted || source != UM_ANY_SOURCE || tag != UM_ANY_TAG;
     }
-    // Posted, indexed: the head of a key's FIFO, when earlier than `best`.
-    void earliest_of_key(int32_t source, int32_t tag, Entry *&best, uint32_t &inspected) {
+    // Posted, indexed: the head of a key's FIFO, when earlier than `best`
+    // (`best_fifo`: its FIFO).
+    void earliest_of_key(int32_t source, int32_t tag, Entry *&best, PeerQueue *&best_fifo, uint32_t &inspected) {
         if (PeerQueue *fifo = keys_.find(source, tag)) {
             ++inspected;
             Entry *head = fifo->front();
             if (best == nullptr || head->seq < best->seq) {
                 best = head;
+                best_fifo = fifo;
             }
         }
     }
@@ -273,8 +275,9 @@ private:
         }
     }
 
-    // Takes e out of whatever holds it and gives it back to the pool.
-    Found take(AutoEntry *e, uint32_t inspected);
+    // Takes e out of whatever holds it and gives it back to the pool. fifo:
+    // e's FIFO in keys_ when the caller found it (nullptr: looked up).
+    Found take(AutoEntry *e, uint32_t inspected, PeerQueue *fifo = nullptr);
     void place(AutoEntry *e); // into the index
     Hit<Block> scan(int32_t source, int32_t tag, uint64_t before, uint32_t &inspected) const; // posted
     // A list whose search had to compare index_at elements is indexed: a deep

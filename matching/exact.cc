@@ -8,7 +8,7 @@ Found ExactEngine::take_head(KeyIndex &index, int32_t source, int32_t tag) {
         return {nullptr, 0};
     }
     Entry *e = q->front();
-    index.remove(*q, source, tag, e);
+    index.remove(*q, e);
     return pool_.release(e, 1);
 }
 

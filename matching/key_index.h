@@ -10,6 +10,7 @@
 #define UBERMATCH_MATCHING_KEY_INDEX_H
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "matching/queue.h"
@@ -61,27 +62,23 @@ public:
         return slots_[i].fifo;
     }
 
-    // Takes e out of f, the FIFO find() gave for (source, tag); the key
-    // leaves when f empties. The second form finds f itself.
+    // Takes e out of f, a FIFO of this index (find() or insert() gave it);
+    // the key leaves when f empties, its slot known from f's address (no
+    // second probe). The second form finds f itself.
     template <class E>
-    void remove(Fifo &f, int32_t source, int32_t tag, E *e) {
+    void remove(Fifo &f, E *e) {
         f.remove(e);
         if (f.empty()) {
-            erase(source, tag);
+            erase_at(static_cast<size_t>(reinterpret_cast<Slot *>(&f) - slots_.data()));
         }
     }
     template <class E>
     void remove(int32_t source, int32_t tag, E *e) {
-        remove(*find(source, tag), source, tag, e);
+        remove(*find(source, tag), e);
     }
 
-    // Drops the key of a FIFO that has become empty.
-    void erase(int32_t source, int32_t tag) {
-        const uint64_t k = pack_key(source, tag);
-        size_t i = home(k);
-        while (slots_[i].key != k) {
-            i = (i + 1) & mask_;
-        }
+    // Drops the key in slot i (its FIFO empty).
+    void erase_at(size_t i) {
         // Backward shift: pull later members of the probe run into the hole,
         // unless their home lies cyclically after the hole.
         for (size_t j = (i + 1) & mask_; slots_[j].key != kEmpty; j = (j + 1) & mask_) {
@@ -112,10 +109,12 @@ public:
     }
 
 private:
+    // The FIFO first: a FIFO's address is its slot's (remove()).
     struct Slot {
-        uint64_t key = kEmpty;
         Fifo fifo;
+        uint64_t key = kEmpty;
     };
+    static_assert(std::is_standard_layout_v<Slot>, "a Slot is reached from its FIFO's address");
     // No exact key has source 0xFFFFFFFF (UM_ANY_SOURCE).
     static constexpr uint64_t kEmpty = ~uint64_t{0};
     static constexpr size_t kMinCapacity = 16;
@@ -169,7 +168,7 @@ bool take_keyed_handle(KeyIndex &index, Pool &pool, int32_t source, int32_t tag,
     if (e == nullptr) {
         return false;
     }
-    index.remove(*q, source, tag, e);
+    index.remove(*q, e);
     pool.put(e);
     return true;
 }

@@ -55,7 +55,7 @@ Found NoSourceEngine::do_arrive(int32_t source, int32_t tag, const um_hint_t &, 
         return pool_.take(any, w, inspected); // the ANY_TAG receive was posted first
     }
     if (e != nullptr) {
-        posted_.remove(*exact, source, tag, e);
+        posted_.remove(*exact, e);
         return pool_.release(e, inspected);
     }
     if (no_unexpected_) {
