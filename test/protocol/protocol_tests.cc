@@ -495,6 +495,37 @@ TEST_CASE("protocol: a ring takes messages up to a 16th of its size when shm_eag
     CHECK(through_ring[2] == through_ring[1]);
 }
 
+// To a peer of the node that UCX reaches with a single-copy lane, 32 KiB and
+// more go by rendezvous (the send waits for its receive); to any other peer
+// by UCX's threshold (64 KiB: eager, done at once).
+TEST_CASE("protocol: rendezvous from 32 KiB to a peer of the node with a single-copy lane", "[protocol][shm]") {
+    for (const bool local : {true, false}) {
+        Pair p(0, local ? 1024 : 0);
+        char lanes[256] = "";
+        um_proto_peer_transports(p.a, p.a_to_b, lanes, sizeof lanes);
+        INFO("local " << local << ", lanes " << lanes);
+        const bool single_copy = std::strstr(lanes, "cma/") != nullptr || std::strstr(lanes, "knem/") != nullptr ||
+                                 std::strstr(lanes, "xpmem/") != nullptr;
+        if (local && !single_copy) {
+            WARN("skipped: UCX has no single-copy lane between two workers here (" << lanes << ")");
+            continue;
+        }
+        um_proto_comm_t *ca = p.comm(p.a, 9);
+        um_proto_comm_t *cb = p.comm(p.b, 9);
+        const size_t n = 40000;
+        const auto m = pattern(n, 9);
+        std::vector<unsigned char> buf(n);
+        Op s, r;
+        REQUIRE(p.send(ca, 1, m.data(), n, s) == UM_PROTO_OK);
+        p.spin(1000);
+        CHECK(s.done == !local); // unexpected: a rendezvous waits for its receive
+        REQUIRE(p.post(cb, 0, 1, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.status == UM_PROTO_OK);
+        CHECK(buf == m);
+    }
+}
+
 TEST_CASE("protocol: with threads the ring carries small messages both ways, each thread's order kept",
           "[protocol][shm][threads]") {
     Pair p(0, 1024, true); // b: MPI_THREAD_MULTIPLE

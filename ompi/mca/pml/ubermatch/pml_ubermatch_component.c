@@ -191,8 +191,10 @@ static int mca_pml_ubermatch_component_register(void)
     cfg->ucx_rndv_thresh = NULL;
     (void) register_var("ucx_rndv_thresh",
                         "Message size from which UCX uses rendezvous (UCX_RNDV_THRESH syntax, "
-                        "e.g. 8k or auto); empty: 64k, unless UCX_RNDV_THRESH is set (UCX's own "
-                        "choice, a few KiB, made 8-32 KiB messages up to 6x slower)",
+                        "e.g. 8k or auto); empty: 64k, and 32k to a process of the same node "
+                        "that UCX reaches with a single-copy lane (CMA, KNEM, XPMEM), unless "
+                        "UCX_RNDV_THRESH is set (UCX's own choice, a few KiB, made 8-32 KiB "
+                        "messages up to 6x slower)",
                         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &cfg->ucx_rndv_thresh);
     cfg->inject_alloc_failure = 0;
     (void) register_var("inject_alloc_failure",

@@ -47,6 +47,17 @@ bool send_control(ucp_ep_h ep, unsigned id, const H &header, uint32_t flags) {
     return !UCS_PTR_IS_ERR(req);
 }
 
+// A lane of UCX's that copies between two processes' memory once (a rendezvous
+// get): Linux CMA, KNEM or XPMEM.
+bool single_copy(const std::string &transports) {
+    for (const char *t : {"cma/", "knem/", "xpmem/"}) {
+        if (transports.find(t) != std::string::npos) {
+            return true;
+        }
+    }
+    return false;
+}
+
 } // namespace
 
 Peer *Protocol::connect(const void *address, size_t length, bool local, std::string &err) {
@@ -66,6 +77,7 @@ Peer *Protocol::connect(const void *address, size_t length, bool local, std::str
         peer->ring = nullptr;
         peer->id = static_cast<uint32_t>(peers_.size());
         peer->shm = (local && shm_limit_ > 0) ? Peer::kWanted : Peer::kNoRing;
+        peer->single_copy_rndv = local && !user_rndv_ && single_copy(transports(*peer));
         peers_.push_back(std::move(peer));
         return peers_.back().get();
     } catch (const std::bad_alloc &) {

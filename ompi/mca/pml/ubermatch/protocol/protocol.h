@@ -184,6 +184,12 @@ class Protocol;
 // rounds 1 and 5: below 32 KiB UCX's rendezvous costs more than an eager copy;
 // from 64 KiB its single copy beats the eager fragments, 0.6x the latency).
 constexpr const char *kRndvThresh = "64k";
+// To a peer UCX reaches with a single-copy transport (CMA, KNEM, XPMEM), and
+// unless the user set the threshold, rendezvous from here (the ring takes what
+// is smaller, up to its limit): at np 2, 36-48 KiB 0.64-0.69x the latency and
+// 1.04-1.11x the bandwidth of eager; over TCP it was 1.8x slower, so the
+// global threshold stays (docs/message-path.md round 6).
+constexpr size_t kLocalRndv = 32 * 1024;
 
 // Lives in the glue's um_proto_send_op_t.
 struct SendOp {
@@ -203,6 +209,7 @@ struct Peer {
     shm::Sender *ring; // set when kReady
     uint32_t id;       // index in Protocol::peers_
     Shm shm;
+    bool single_copy_rndv = false; // messages from kLocalRndv go by rendezvous (set at connect)
     std::unique_ptr<shm::Sender> offered; // made, offered, not yet answered
     // With MPI_THREAD_MULTIPLE: ring, shm and offered, and the ring's sender
     // end (one writer at a time), are under this lock.
@@ -363,6 +370,9 @@ public:
                 offer(*peer);
             }
         }
+        if (UM_UNLIKELY(length >= kLocalRndv) && peer->single_copy_rndv) {
+            return false; // send() asks for the rendezvous
+        }
         ucp_request_param_t param;
         param.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
         void *req = ucp_am_send_nbx(peer->ep, kAmMessage, &hdr, header_length(false, hint), data,
@@ -504,6 +514,7 @@ private:
     const int tailq_bins_;
     const std::string ucx_tls_;
     const std::string ucx_rndv_thresh_;
+    bool user_rndv_ = false; // the user set the rendezvous threshold (parameter or UCX_RNDV_THRESH)
     const um_proto_callbacks_t cb_;
     const uint64_t fail_alloc_every_;
     uint64_t allocations_ = 0;

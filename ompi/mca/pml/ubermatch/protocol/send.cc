@@ -49,7 +49,8 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
                          UCP_OP_ATTR_FIELD_FLAGS;
     param.cb.send = send_cb;
     param.user_data = op;
-    param.flags = sync ? UCP_AM_SEND_FLAG_REPLY : 0;
+    param.flags = (sync ? UCP_AM_SEND_FLAG_REPLY : 0) |
+                  (length >= kLocalRndv && peer->single_copy_rndv ? UCP_AM_SEND_FLAG_RNDV : 0);
     void *req = ucp_am_send_nbx(peer->ep, kAmMessage, &op->hdr, header_length(sync, hint), data, length,
                                 &param);
     if (UCS_PTR_IS_PTR(req)) {
