@@ -109,10 +109,24 @@ struct Pair {
         for (auto &[p, c] : comms) {
             um_proto_comm_destroy(p, c);
         }
-        um_proto_disconnect(a, &a_to_b, 1);
-        um_proto_disconnect(b, &b_to_a, 1);
+        disconnect_progressing(a, &a_to_b, b);
+        disconnect_progressing(b, &b_to_a, a);
         um_proto_destroy(a);
         um_proto_destroy(b);
+    }
+    // Closing an endpoint may wait for the other side's progress, as when two
+    // processes finalize at once: `other` is progressed on a thread of its own
+    // (it shares nothing with p) while p disconnects. Seen to hang otherwise.
+    static void disconnect_progressing(um_proto_t *p, um_proto_peer_t **peer, um_proto_t *other) {
+        std::atomic<bool> done{false};
+        std::thread progress([&] {
+            while (!done.load(std::memory_order_acquire)) {
+                um_proto_progress(other);
+            }
+        });
+        um_proto_disconnect(p, peer, 1);
+        done.store(true, std::memory_order_release);
+        progress.join();
     }
     static um_proto_peer_t *connect(um_proto_t *from, um_proto_t *to, bool local) {
         void *address = nullptr;

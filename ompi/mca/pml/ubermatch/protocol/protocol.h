@@ -186,8 +186,8 @@ class Protocol;
 constexpr const char *kRndvThresh = "64k";
 // To a peer UCX reaches with a single-copy transport (CMA, KNEM, XPMEM), and
 // unless the user set the threshold, rendezvous from here (the ring takes what
-// is smaller, up to its limit): at np 2, 36-48 KiB 0.64-0.69x the latency and
-// 1.04-1.11x the bandwidth of eager; over TCP it was 1.8x slower, so the
+// is smaller, up to its limit): at np 2, 36-56 KiB 0.59-0.69x the latency and
+// up to 1.11x the bandwidth of eager; over TCP it was 1.8x slower, so the
 // global threshold stays (docs/message-path.md round 6).
 constexpr size_t kLocalRndv = 32 * 1024;
 

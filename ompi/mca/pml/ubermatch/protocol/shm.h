@@ -29,6 +29,7 @@
 #ifndef UBERMATCH_PROTOCOL_SHM_H
 #define UBERMATCH_PROTOCOL_SHM_H
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -91,12 +92,12 @@ inline size_t max_payload(uint32_t cells) { return size_t{cells} / 4 * kCell - s
 // Largest message a ring of `cells` cells takes when shm_eager_limit is
 // `bound`: a 16th of the ring, so that a window of such records stays in
 // flight (32 KiB in a 512 KiB ring), but at least kEagerFloor, for which
-// rings are made big enough (topology.cc). At np 2, 16-48 KiB messages through
-// a 512 KiB ring beat UCX's eager path by 1.1-1.2x (docs/message-path.md).
+// rings are made big enough (topology.cc). At np 2, 12-32 KiB messages through
+// a 512 KiB ring had 1.24-1.30x the bandwidth of UCX's eager path
+// (docs/message-path.md round 6).
 constexpr size_t kEagerFloor = 8192;
 inline size_t eager_limit(uint32_t cells, size_t bound) {
-    const size_t share = size_t{cells} * kCell / 16;
-    return bound < kEagerFloor ? bound : (share < kEagerFloor ? kEagerFloor : (share < bound ? share : bound));
+    return std::min(bound, std::max(kEagerFloor, size_t{cells} * kCell / 16));
 }
 
 // The sender's end. Not thread-safe: one writer at a time (under
