@@ -62,9 +62,7 @@ void Protocol::start() {
     // costs 1.4 (docs/message-path.md): unless the user chose (the MCA
     // parameter or UCX_RNDV_THRESH), rendezvous starts at kRndvThresh (64 KiB).
     user_rndv_ = !ucx_rndv_thresh_.empty() || std::getenv("UCX_RNDV_THRESH") != nullptr;
-    const std::string rndv = !ucx_rndv_thresh_.empty() ? ucx_rndv_thresh_
-                             : !user_rndv_                  ? kRndvThresh
-                                                            : std::string();
+    const std::string rndv = user_rndv_ ? ucx_rndv_thresh_ : kRndvThresh; // empty: UCX reads the environment
     for (const auto &kv : {std::make_pair("TLS", ucx_tls_), std::make_pair("RNDV_THRESH", rndv)}) {
         if (!kv.second.empty()) {
             status = ucp_config_modify(config, kv.first, kv.second.c_str());
