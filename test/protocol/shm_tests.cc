@@ -1,6 +1,6 @@
 // The shared-memory ring (protocol/shm.h) alone: records of every size,
 // wrap-around, a full ring, old payload that looks like a stamp, and a
-// segment that is not ours.
+// segment that is not ours; pulls and their return slots.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
@@ -160,4 +160,68 @@ TEST_CASE("ring: a segment that is not an ubermatch ring is refused", "[shm]") {
     CHECK(err.find("shm_open") != std::string::npos);
     shm::Sender bad(100, err); // not a power of two
     CHECK(err.find("power of two") != std::string::npos);
+}
+
+// Pulls at the ring level: the receiver may read the sender only when it can
+// read the ring's own control line there; at most kReturns are out; the
+// receiver hands them back in any order, a failed read marked, and the slots
+// serve lap after lap.
+TEST_CASE("ring: pulls are read from the sender and handed back, kReturns at most out, lap after lap",
+          "[shm][pull]") {
+    std::string err;
+    shm::Sender tx(1024, err);
+    REQUIRE(err.empty());
+    shm::Receiver rx(tx.name(), err);
+    REQUIRE(err.empty());
+    const auto segment = reinterpret_cast<uint64_t>(tx.segment());
+    CHECK_FALSE(rx.enable_pull(getpid(), segment + shm::kCell)); // not the ring's control line
+    unsigned char none = 0;
+    CHECK_FALSE(rx.read(&none, segment, 1)); // not enabled: nothing is read
+    REQUIRE(rx.enable_pull(getpid(), segment));
+
+    std::vector<uint64_t> ops(shm::kReturns); // cookies: 8-aligned addresses
+    std::vector<std::vector<unsigned char>> bufs;
+    for (uint32_t i = 0; i < shm::kReturns; ++i) {
+        bufs.push_back(std::vector<unsigned char>(1000 + i, static_cast<unsigned char>(i)));
+        ops[i] = reinterpret_cast<uint64_t>(&ops[i]);
+    }
+    const WireHeader h{1, 0, 5, 0, 0, 0, 0, 0};
+    for (int lap = 0; lap < 5; ++lap) {
+        INFO("lap " << lap);
+        for (uint32_t i = 0; i < shm::kReturns; ++i) {
+            REQUIRE(tx.push_pull(h, bufs[i].data(), bufs[i].size(), ops[i]));
+        }
+        CHECK_FALSE(tx.push_pull(h, bufs[0].data(), bufs[0].size(), ops[0])); // all slots out
+        CHECK(tx.pulls_out() == shm::kReturns);
+        std::vector<shm::PullDescriptor> got;
+        while (rx.poll(64, [&](const shm::RecordHeader &r, const void *p) {
+            CHECK((r.flags & kFlagPull) != 0);
+            REQUIRE(r.length == sizeof(shm::PullDescriptor));
+            shm::PullDescriptor d;
+            std::memcpy(&d, p, sizeof d);
+            got.push_back(d);
+            return true;
+        }) > 0) {
+        }
+        REQUIRE(got.size() == shm::kReturns);
+        CHECK(tx.reap([](uint64_t, bool) {}) == 0); // nothing handed back yet
+        // Handed back last first; the one at `lap` fails.
+        for (uint32_t k = shm::kReturns; k-- > 0;) {
+            const shm::PullDescriptor &d = got[k];
+            std::vector<unsigned char> into(d.length);
+            REQUIRE(rx.read(into.data(), d.address, d.length));
+            CHECK(into == bufs[k]);
+            rx.give_back(d.sender, k != static_cast<uint32_t>(lap));
+        }
+        std::vector<std::pair<uint64_t, bool>> back;
+        CHECK(tx.reap([&](uint64_t sender, bool ok) { back.push_back({sender, ok}); }) ==
+              static_cast<int>(shm::kReturns));
+        REQUIRE(back.size() == shm::kReturns);
+        for (uint32_t j = 0; j < shm::kReturns; ++j) {
+            const uint32_t k = shm::kReturns - 1 - j;
+            CHECK(back[j].first == ops[k]);
+            CHECK(back[j].second == (k != static_cast<uint32_t>(lap)));
+        }
+        CHECK(tx.pulls_out() == 0);
+    }
 }

@@ -113,6 +113,7 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     }
     config.fail_alloc_every = cfg->inject_alloc_failure;
     config.shm_eager_limit = cfg->shm_eager_limit;
+    config.shm_pull = cfg->shm_pull ? 1 : 0;
     config.shm_ring_cells = 0;
     if (cfg->hwloc && cfg->shm_eager_limit > 0) {
         char why[512];
@@ -311,11 +312,14 @@ int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs)
         um_proto_shm_stats(mca_pml_ubermatch.proto, &c);
         PML_UM_VERBOSE(1, "rank %u: shared-memory rings: %llu messages sent through %u, %llu "
                           "received through %u of %llu KiB in all (messages up to %zu bytes; "
-                          "pml_ubermatch_shm_eager_limit %zu)",
+                          "pml_ubermatch_shm_eager_limit %zu); %llu sent and %llu received as "
+                          "single-copy pulls (pml_ubermatch_shm_pull %d)",
                        (unsigned) OMPI_PROC_MY_NAME->vpid, (unsigned long long) c.sent,
                        (unsigned) c.rings_out, (unsigned long long) c.received,
                        (unsigned) c.rings_in, (unsigned long long) (c.ring_bytes_in >> 10),
-                       c.eager_limit, mca_pml_ubermatch.config.shm_eager_limit);
+                       c.eager_limit, mca_pml_ubermatch.config.shm_eager_limit,
+                       (unsigned long long) c.pulls_sent, (unsigned long long) c.pulls_read,
+                       (int) mca_pml_ubermatch.config.shm_pull);
     }
     um_proto_disconnect(mca_pml_ubermatch.proto, peers, nprocs);
     free(peers);

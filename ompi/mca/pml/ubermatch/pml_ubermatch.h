@@ -44,6 +44,7 @@ typedef struct mca_pml_ubermatch_config {
     char *ucx_rndv_thresh;
     unsigned inject_alloc_failure; /* tests: every n-th message-path allocation fails */
     size_t shm_eager_limit; /* largest message through a shared-memory ring; 0: none */
+    bool shm_pull;          /* receivers read large messages from their senders (CMA) */
     bool hwloc;             /* ring sizes from the cache hierarchy (protocol/topology.h) */
     char *trace;        /* directory of the matching trace (replay/); empty: off */
     char *assertions;   /* honour or ignore communicators' info assertions */

@@ -214,6 +214,15 @@ static int mca_pml_ubermatch_component_register(void)
                         "256 KiB rings). Synchronous sends always use UCX",
                         MCA_BASE_VAR_TYPE_SIZE_T, OPAL_INFO_LVL_4, &cfg->shm_eager_limit);
 
+    cfg->shm_pull = true;
+    (void) register_var("shm_pull",
+                        "Messages of 32 KiB and more to a process of the same node whose ring is "
+                        "up go as a one-cell record naming the sender's buffer: the receiver, "
+                        "once matched, reads it with Linux CMA (process_vm_readv, checked when "
+                        "the ring is mapped) and hands it back through the ring; off, or where "
+                        "CMA is not allowed, or under MPI_THREAD_MULTIPLE: UCX's rendezvous",
+                        MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, &cfg->shm_pull);
+
     cfg->hwloc = true;
     (void) register_var("hwloc",
                         "Size each shared-memory ring from the L2 cache of this process's cores "

@@ -58,6 +58,7 @@ ucs_status_t Protocol::on_message(const void *header, size_t header_length, void
         msg->reply_ep = nullptr;
         msg->stored = false;
         msg->lost = false;
+        msg->pull = false;
         msg->rndv = rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
         if ((msg->hdr.flags & kFlagSync) && (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
             msg->reply_ep = param->reply_ep;
@@ -79,8 +80,10 @@ bool Protocol::route(Message *msg, Actions &actions, bool ucx_owns) {
 // payload valid until this returns. Unlike UCX's data, a record can wait:
 // with no descriptor to hold it, it stays in the ring (false) and the sender
 // is held back by the ring's space instead of the message being dropped. It
-// leaves the reserve to UCX's arrivals, which cannot wait.
-bool Protocol::ring_arrival(const shm::RecordHeader &r, const void *payload) noexcept {
+// leaves the reserve to UCX's arrivals, which cannot wait. A pull record's
+// descriptor is kept in the message at once: the message's bytes stay in the
+// sender until a receive takes them (deliver_pull).
+bool Protocol::ring_arrival(const shm::RecordHeader &r, const void *payload, shm::Receiver *ring) noexcept {
     Actions actions;
     {
         Guard guard(*this);
@@ -99,6 +102,19 @@ bool Protocol::ring_arrival(const shm::RecordHeader &r, const void *payload) noe
         msg->stored = false;
         msg->lost = false;
         msg->rndv = false;
+        msg->pull = false;
+        if (UM_UNLIKELY(r.flags & kFlagPull) && ring != nullptr && r.length == sizeof(shm::PullDescriptor)) {
+            shm::PullDescriptor d;
+            std::memcpy(&d, payload, sizeof d);
+            const PullRef ref{d.address, d.sender, ring};
+            static_assert(sizeof ref <= sizeof msg->inline_data, "a PullRef fits the message");
+            std::memcpy(msg->inline_data, &ref, sizeof ref);
+            msg->data = msg->inline_data;
+            msg->length = d.length;
+            msg->stored = true;
+            msg->pull = true;
+            ++shm_counts_.pulls_read;
+        }
         route(msg, actions, false);
     }
     run(actions);
@@ -168,7 +184,7 @@ bool Protocol::accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns)
 bool Protocol::arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns) {
     if (UM_UNLIKELY(comm.arrival_hook != nullptr) && !(msg->hdr.flags & kFlagSync) &&
         comm.arrival_hook(comm.arrival_arg, msg->hdr.source, msg->hdr.tag,
-                          msg->rndv || msg->lost ? nullptr : msg->data, msg->length)) {
+                          msg->rndv || msg->pull || msg->lost ? nullptr : msg->data, msg->length)) {
         free_message(msg); // taken: its data was copied (never a rendezvous one)
         return false;
     }
@@ -243,6 +259,13 @@ void Protocol::drop(Message *msg, bool ucx_owns) {
 void Protocol::release_data(Message *msg) {
     if (msg->rndv) {
         ucp_am_data_release(worker_, msg->data);
+    } else if (msg->pull) {
+        // Never received (its communicator went, or no memory to hold it): the
+        // sender's buffer is free all the same.
+        PullRef ref;
+        std::memcpy(&ref, msg->data, sizeof ref);
+        ref.ring->give_back(ref.sender, true);
+        msg->pull = false;
     } else if (msg->on_heap()) {
         std::free(msg->data);
     }

@@ -100,8 +100,12 @@ void Protocol::finish_and_free(um_proto_recv_t *recv, Message *msg, int status) 
 }
 
 void Protocol::deliver(um_proto_recv_t *recv, Message *msg) noexcept {
-    if (UM_UNLIKELY(msg->rndv)) {
-        deliver_rndv(recv, msg);
+    if (UM_UNLIKELY(msg->rndv | msg->pull)) {
+        if (msg->rndv) {
+            deliver_rndv(recv, msg);
+        } else {
+            deliver_pull(recv, msg);
+        }
         return;
     }
     if (UM_UNLIKELY(msg->lost)) {
@@ -143,6 +147,37 @@ void Protocol::deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept {
     if (!UCS_PTR_IS_PTR(req)) {
         rndv_cb(nullptr, UCS_PTR_STATUS(req), msg->length, op);
     }
+}
+
+// A pull: straight from the sender's buffer into a contiguous receive (as
+// much as it takes: truncation reads no more), else into scratch memory and
+// through the unpack callback in one call (as a rendezvous receive: the glue
+// unpacks each message from its start). The sender gets its buffer back in
+// every case; a failed read (the sender's memory gone) fails both.
+void Protocol::deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept {
+    PullRef ref;
+    std::memcpy(&ref, msg->data, sizeof ref);
+    const size_t n = std::min(msg->length, recv->capacity);
+    int status = UM_PROTO_OK;
+    if (recv->buffer != nullptr) {
+        if (!ref.ring->read(recv->buffer, ref.address, n)) {
+            status = UM_PROTO_ERROR;
+        }
+    } else if (n > 0) {
+        void *scratch = std::malloc(n);
+        if (scratch == nullptr) {
+            ++lost_;
+            status = UM_PROTO_NOMEM;
+        } else if (!ref.ring->read(scratch, ref.address, n)) {
+            status = UM_PROTO_ERROR;
+        } else {
+            cb_.recv_unpack(recv->cookie, scratch, n);
+        }
+        std::free(scratch);
+    }
+    ref.ring->give_back(ref.sender, status != UM_PROTO_ERROR);
+    msg->pull = false;
+    finish_and_free(recv, msg, status);
 }
 
 void Protocol::rndv_cb(void *request, ucs_status_t status, size_t, void *user_data) {

@@ -9,6 +9,8 @@
 #include <new>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace ubermatch::protocol {
 
 namespace {
@@ -107,6 +109,7 @@ void Protocol::disconnect(Peer **peers, size_t count) {
         Guard ring(ring_lock(*peer));
         peer->shm = Peer::kNoRing;
         peer->ring = nullptr;
+        peer->pull = false;
     }
     for (void *req : pending) {
         while (ucp_request_check_status(req) == UCS_INPROGRESS) {
@@ -131,6 +134,8 @@ void Protocol::offer(Peer &peer) noexcept {
     ShmOffer o{};
     o.peer = peer.id;
     o.cells = ring_cells_;
+    o.pid = static_cast<int32_t>(getpid());
+    o.segment = reinterpret_cast<uint64_t>(ring->segment());
     std::memcpy(o.name, ring->name().c_str(), ring->name().size() + 1);
     {
         // Before the offer goes: with threads its reply may come at once.
@@ -157,15 +162,17 @@ ucs_status_t Protocol::am_shm_offer_cb(void *arg, const void *header, size_t hea
 }
 
 void Protocol::map_ring(const ShmOffer &o, ucp_ep_h reply_ep) noexcept {
-    ShmReply reply{o.peer, 0};
+    ShmReply reply{o.peer, 0, 0, 0};
     // Called from progress (with threads: inside its gate, where the rings are polled).
     if (std::memchr(o.name, '\0', sizeof o.name) != nullptr) {
         std::string err;
         std::unique_ptr<shm::Receiver> ring(new (std::nothrow) shm::Receiver(o.name, err));
         if (ring != nullptr && err.empty()) {
+            const bool pull = ring->enable_pull(o.pid, o.segment);
             try {
                 inbound_.push_back(std::move(ring));
                 reply.ok = 1;
+                reply.pull = pull ? 1 : 0;
                 ++shm_counts_.rings_in;
                 shm_counts_.ring_bytes_in += uint64_t{o.cells} * shm::kCell;
             } catch (const std::bad_alloc &) {
@@ -192,6 +199,7 @@ ucs_status_t Protocol::am_shm_reply_cb(void *arg, const void *header, size_t hea
         if (r.ok == 1) {
             peer.ring = peer.offered.get();
             peer.shm = Peer::kReady;
+            peer.pull = self->shm_pull_ && r.pull == 1;
             ++self->shm_counts_.rings_out;
         } else {
             peer.offered->unlink();
@@ -208,8 +216,8 @@ int Protocol::poll_rings() noexcept {
     polling_ = true;
     int n = 0;
     for (auto &ring : inbound_) {
-        n += ring->poll(64, [this](const shm::RecordHeader &r, const void *payload) {
-            return ring_arrival(r, payload);
+        n += ring->poll(64, [this, in = ring.get()](const shm::RecordHeader &r, const void *payload) {
+            return ring_arrival(r, payload, in);
         });
     }
     polling_ = false;

@@ -60,6 +60,7 @@ struct Message {
     void *data;         // see `stored`
     ucp_ep_h reply_ep;  // to acknowledge a synchronous send
     bool rndv;          // data is a UCX rendezvous descriptor
+    bool pull;          // data is a PullRef: the message is read from the sender (shm.h)
     bool stored;        // eager data was copied (else it is UCX's, valid in the callback only)
     bool lost;          // no memory to keep the payload: the receive that takes it fails
                         // (UM_PROTO_NOMEM) and nothing else is affected
@@ -67,6 +68,14 @@ struct Message {
     // (larger ones go to the heap).
     alignas(16) unsigned char inline_data[64];
     bool on_heap() const { return stored && data != nullptr && data != inline_data; }
+};
+
+// Where a pulled message is (Message::inline_data): in the sender at
+// `address`, read through the ring it came by, which gets `sender` back.
+struct PullRef {
+    uint64_t address;
+    uint64_t sender;
+    shm::Receiver *ring;
 };
 
 // Messages are reused: an arrival that matches at once then costs no
@@ -190,6 +199,11 @@ constexpr const char *kRndvThresh = "64k";
 // up to 1.11x the bandwidth of eager; over TCP it was 1.8x slower, so the
 // global threshold stays (docs/message-path.md round 6).
 constexpr size_t kLocalRndv = 32 * 1024;
+// With single-copy pulls (shm.h), messages from here, and all past the ring's
+// eager limit, are pulled: at np 2, 14-32 KiB 0.61-0.68x the latency of the
+// ring's eager copies and 16-20 KiB 0.87-0.96x their bandwidth (from 24 KiB
+// as much or more), where ob1 loses on both (docs/message-path.md round 7).
+constexpr size_t kPullMin = 16 * 1024;
 
 // Lives in the glue's um_proto_send_op_t.
 struct SendOp {
@@ -210,6 +224,7 @@ struct Peer {
     uint32_t id;       // index in Protocol::peers_
     Shm shm;
     bool single_copy_rndv = false; // messages from kLocalRndv go by rendezvous (set at connect)
+    bool pull = false; // with the ring: the receiver reads messages from kLocalRndv from our memory
     std::unique_ptr<shm::Sender> offered; // made, offered, not yet answered
     // With MPI_THREAD_MULTIPLE: ring, shm and offered, and the ring's sender
     // end (one writer at a time), are under this lock.
@@ -360,7 +375,7 @@ public:
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         // UCX copies the header before an immediate completion: the stack will do.
         const WireHeader hdr{comm->cid, comm->local_rank, tag, seq, hint.coll, 0, 0, 0};
-        if (length <= shm_limit_) {
+        if (length <= shm_limit_ && !(UM_UNLIKELY(length >= kPullMin) && peer->pull)) {
             if (UM_LIKELY(peer->ring != nullptr) && peer->ring->push(hdr, data, length)) {
                 ++seq;
                 ++shm_counts_.sent;
@@ -370,8 +385,9 @@ public:
                 offer(*peer);
             }
         }
-        if (UM_UNLIKELY(length >= kLocalRndv) && peer->single_copy_rndv) {
-            return false; // send() asks for the rendezvous
+        if (UM_UNLIKELY(length >= kPullMin || length > shm_limit_) &&
+            (peer->pull || (length >= kLocalRndv && peer->single_copy_rndv))) {
+            return false; // send() pulls or asks for the rendezvous
         }
         ucp_request_param_t param;
         param.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
@@ -406,7 +422,10 @@ private:
     void offer(Peer &peer) noexcept;
     void map_ring(const ShmOffer &offer, ucp_ep_h reply_ep) noexcept;
     int poll_rings() noexcept;
-    bool ring_arrival(const shm::RecordHeader &r, const void *payload) noexcept;
+    bool ring_arrival(const shm::RecordHeader &r, const void *payload, shm::Receiver *ring) noexcept;
+    // send.cc: a message the receiver reads from our memory; false: not now.
+    bool push_pull(Peer &peer, uint32_t &seq, SendOp *op, const void *data, size_t length);
+    int reap_pulls() noexcept; // pulls the receivers have finished
     // Under the lock: a message whose fields are set goes to its communicator
     // (or waits for it). True when it was kept.
     bool route(Message *msg, Actions &actions, bool ucx_owns);
@@ -439,6 +458,7 @@ private:
     void run(Actions &actions);
     void deliver(um_proto_recv_t *recv, Message *msg) noexcept;
     void deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept;
+    void deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept;
     void copy_out(um_proto_recv_t *recv, const void *data, size_t n);
     void finish_recv(um_proto_recv_t *recv, int32_t source, int32_t tag, size_t length, int status);
     void finish_and_free(um_proto_recv_t *recv, Message *msg, int status);
@@ -472,7 +492,7 @@ private:
     };
     // Outside the lock: may release a UCX descriptor.
     void free_message(Message *msg) {
-        if (UM_UNLIKELY(msg->rndv || msg->on_heap())) {
+        if (UM_UNLIKELY(msg->rndv || msg->pull || msg->on_heap())) {
             release_data(msg);
         }
         recycle(msg);
@@ -495,6 +515,9 @@ private:
     // (it carries what little it has then: larger and synchronous sends).
     int poll_rings_then_ucx() {
         int n = inbound_.empty() ? 0 : poll_rings();
+        if (UM_UNLIKELY(pulls_out_ != 0)) {
+            n += reap_pulls();
+        }
         if (n == 0 || (++ring_rounds_ & 7) == 0) {
             n += static_cast<int>(ucp_worker_progress(worker_));
         }
@@ -522,6 +545,8 @@ private:
     const size_t shm_bound_;    // shm_eager_limit: the most shm_limit_ may be
     const uint32_t ring_cells_; // of each ring this process makes
     const size_t shm_limit_;    // largest payload through a ring (shm::eager_limit); 0: no rings
+    const bool shm_pull_;       // rings carry pulls (single thread only; um_proto_config_t)
+    uint64_t pulls_out_ = 0;    // pulls sent, not yet handed back
     std::vector<std::unique_ptr<Peer>> peers_;               // never freed before the end: ids stay valid
     std::vector<std::unique_ptr<shm::Receiver>> inbound_; // rings other processes write to us
     bool polling_ = false;      // poll_rings is not re-entered from a delivery's callback

@@ -19,18 +19,27 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
                          static_cast<uint16_t>(sync ? kFlagSync : 0), 0,
                          reinterpret_cast<uint64_t>(op)};
     bool numbered = false; // push_shared took the message's number
+    const bool pull = shm_pull_ && (length >= kPullMin || length > shm_limit_); // never with threads
     if (!sync && length <= shm_limit_ && thread_multiple_) {
         if (push_shared(comm, peer, dst, data, length, op)) {
             return UM_PROTO_OK;
         }
         numbered = true;
-    } else if (!sync && length <= shm_limit_) {
+    } else if (!sync && length <= shm_limit_ && !(pull && peer->pull)) {
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         op->hdr.seq = seq;
         if (peer->ring != nullptr && peer->ring->push(op->hdr, data, length)) {
             ++seq;
             ++shm_counts_.sent;
             send_event(op, UM_PROTO_OK);
+            return UM_PROTO_OK;
+        }
+        if (peer->shm == Peer::kWanted) {
+            offer(*peer);
+        }
+    } else if (pull) {
+        uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
+        if (peer->pull && push_pull(*peer, seq, op, data, length)) {
             return UM_PROTO_OK;
         }
         if (peer->shm == Peer::kWanted) {
@@ -91,6 +100,35 @@ bool Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data
         offer(*peer); // outside the lock: the reply's callback takes it inside UCX's
     }
     return false;
+}
+
+// Single thread (shm_pull_): the receiver reads the message from `data` once
+// matched and hands op back through the ring's return slots (reap_pulls), which
+// is all that completes it, synchronous or not: it was matched.
+bool Protocol::push_pull(Peer &peer, uint32_t &seq, SendOp *op, const void *data, size_t length) {
+    op->hdr.seq = seq;
+    if (!peer.ring->push_pull(op->hdr, data, length, reinterpret_cast<uint64_t>(op))) {
+        return false; // the ring or its return slots are full: UCX's rendezvous
+    }
+    op->pending = 1;
+    ++seq;
+    ++pulls_out_;
+    ++shm_counts_.pulls_sent;
+    return true;
+}
+
+int Protocol::reap_pulls() noexcept {
+    int n = 0;
+    for (auto &peer : peers_) {
+        shm::Sender *ring = peer->offered.get(); // kept until the end, also once disconnected
+        if (ring != nullptr && ring->pulls_out() != 0) {
+            n += ring->reap([this](uint64_t sender, bool ok) {
+                --pulls_out_;
+                send_event(reinterpret_cast<SendOp *>(sender), ok ? UM_PROTO_OK : UM_PROTO_ERROR);
+            });
+        }
+    }
+    return n;
 }
 
 void Protocol::send_cb(void *request, ucs_status_t status, void *user_data) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +21,27 @@ std::string errno_text(const char *what, const std::string &name) {
 }
 
 std::atomic<unsigned> next_ring{0};
+
+// process_vm_readv may copy less than asked (a large read crosses the
+// kernel's limits): it goes on until all is read or it fails.
+bool read_from(int32_t pid, void *dst, uint64_t address, size_t n) {
+    auto *d = static_cast<char *>(dst);
+    while (n > 0) {
+        const iovec local{d, n};
+        const iovec remote{reinterpret_cast<void *>(address), n};
+        const ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (got <= 0) {
+            if (got < 0 && errno == EINTR) {
+                continue;
+            }
+            return false;
+        }
+        d += got;
+        address += static_cast<uint64_t>(got);
+        n -= static_cast<size_t>(got);
+    }
+    return true;
+}
 
 } // namespace
 
@@ -133,6 +155,18 @@ Receiver::Receiver(const std::string &name, std::string &err) {
     }
     cells_ = c.cells;
     mask_ = cells_ - 1;
+}
+
+bool Receiver::enable_pull(int32_t pid, uint64_t segment) {
+    Control theirs{};
+    const bool ok = pid > 0 && read_from(pid, &theirs, segment, sizeof theirs) &&
+                    std::memcmp(&theirs, &seg_->control, sizeof theirs) == 0;
+    pid_ = ok ? pid : 0;
+    return ok;
+}
+
+bool Receiver::read(void *dst, uint64_t address, size_t n) const {
+    return pid_ != 0 && read_from(pid_, dst, address, n);
 }
 
 Receiver::~Receiver() {

@@ -26,6 +26,14 @@
 // lap's record, 65 lines for a 4 KiB message), and moves the tail every
 // kPublish cells, not per record. A run of one-cell records (messages of up
 // to 24 B) clears nothing: every cell starts a record.
+//
+// Single-copy pulls: a message past the ring's eager limit (from 32 KiB,
+// protocol.h) may go as a one-cell record naming the sender's buffer (a
+// PullDescriptor); the receiver, once matched, reads the buffer with Linux CMA
+// (process_vm_readv) and hands the send back through the segment's return
+// slots, which the sender polls while it has pulls out. UCX's rendezvous does
+// the same copy, but with a protocol round of its own around it (0.8 us more
+// at 64 KiB here: docs/message-path.md round 7).
 #ifndef UBERMATCH_PROTOCOL_SHM_H
 #define UBERMATCH_PROTOCOL_SHM_H
 
@@ -42,10 +50,11 @@
 namespace ubermatch::protocol::shm {
 
 constexpr size_t kCell = 64;
-constexpr uint64_t kMagic = 0x756265726d736832ull; // "ubermsh2": the sender clears the next stamp
+constexpr uint64_t kMagic = 0x756265726d736833ull; // "ubermsh3": return slots after the tail
 constexpr uint32_t kPad = UINT32_MAX;               // RecordHeader::length of a pad record
 constexpr uint32_t kDefaultCells = 4096;            // 256 KiB per ring
 constexpr uint64_t kPublish = 32;                   // cells consumed between tail updates
+constexpr uint32_t kReturns = 256;                  // pulls a sender may have out per ring
 
 struct Control {
     uint64_t magic;
@@ -56,6 +65,24 @@ struct Control {
 struct alignas(kCell) Tail {
     std::atomic<uint64_t> position; // cells the receiver has consumed
 };
+
+// A pull record's payload: the message's bytes at `address` in the sender.
+struct PullDescriptor {
+    uint64_t address;
+    uint64_t length;
+    uint64_t sender; // the sender's cookie, handed back in a return slot
+};
+
+// The receiver's n-th hand-back (n from 0, pulls in the order their receives
+// finish) goes to slot n % kReturns: the sender's cookie (below 2^48,
+// 8-aligned), bit 0 set when the read failed, and the lap n / kReturns + 1 in
+// the top 16 bits, so that the sender never clears a slot (which would bounce
+// its line). The sender keeps at most kReturns pulls out, so a slot is never
+// written again before it was read.
+constexpr unsigned kLapShift = 48;
+inline uint64_t return_word(uint64_t sender, uint64_t n, bool ok) {
+    return sender | ((n / kReturns + 1) << kLapShift) | (ok ? 0 : 1);
+}
 
 struct RecordHeader {
     std::atomic<uint64_t> stamp; // position + 1 when published, 0 when free
@@ -75,10 +102,12 @@ static_assert(sizeof(RecordHeader) == 40, "an 8-byte message fits one cell");
 struct Segment {
     Control control;
     alignas(kCell) Tail tail;
+    alignas(kCell) std::atomic<uint64_t> returns[kReturns]; // written by the receiver
     unsigned char *cells() { return reinterpret_cast<unsigned char *>(this) + sizeof(Segment); }
     RecordHeader *at(size_t index) { return reinterpret_cast<RecordHeader *>(cells() + index * kCell); }
 };
-static_assert(sizeof(Segment) == 2 * kCell, "control and tail lines, then the cells");
+static_assert(sizeof(Segment) == 2 * kCell + kReturns * 8, "control, tail, return slots, then the cells");
+static_assert(sizeof(RecordHeader) + sizeof(PullDescriptor) <= kCell, "a pull is one cell");
 
 inline size_t cells_for(size_t payload) {
     return (sizeof(RecordHeader) + payload + kCell - 1) / kCell;
@@ -111,6 +140,7 @@ public:
     Sender &operator=(const Sender &) = delete;
 
     const std::string &name() const { return name_; }
+    const void *segment() const { return seg_; }
     void unlink(); // the receiver did not map it (it unlinks it when it does)
 
     // False when the ring has no room now (the caller sends through UCX).
@@ -160,6 +190,39 @@ public:
         return true;
     }
 
+    // A message the receiver reads from `data` (which stays valid until
+    // reap() hands `sender` back); false when the ring or the return slots
+    // are full, or `sender` cannot be handed back in a slot.
+    bool push_pull(const WireHeader &h, const void *data, size_t length, uint64_t sender) {
+        if (pulled_ - reaped_ == kReturns || (sender >> kLapShift) != 0 || (sender & 7) != 0) {
+            return false;
+        }
+        WireHeader pull = h;
+        pull.flags = static_cast<uint16_t>(h.flags | kFlagPull);
+        const PullDescriptor d{reinterpret_cast<uint64_t>(data), length, sender};
+        if (!push(pull, &d, sizeof d)) {
+            return false;
+        }
+        ++pulled_;
+        return true;
+    }
+    uint64_t pulls_out() const { return pulled_ - reaped_; }
+    // Hands f(sender, ok) every pull the receiver has finished, in order.
+    template <typename F>
+    int reap(F &&f) {
+        int n = 0;
+        while (reaped_ != pulled_) {
+            const uint64_t w = seg_->returns[reaped_ % kReturns].load(std::memory_order_acquire);
+            if ((w >> kLapShift) != ((reaped_ / kReturns + 1) & 0xffff)) {
+                break;
+            }
+            ++reaped_;
+            ++n;
+            f(w & ((uint64_t{1} << kLapShift) - 8), (w & 1) == 0);
+        }
+        return n;
+    }
+
 private:
     // payload_: a bit per cell, set when the sender last wrote payload at the
     // cell's start, clear when it wrote a stamp there (or nothing yet).
@@ -175,6 +238,8 @@ private:
     std::unique_ptr<uint64_t[]> payload_;
     std::string name_;
     bool linked_ = false;
+    uint64_t pulled_ = 0; // pull records pushed
+    uint64_t reaped_ = 0; // of those, handed back
 };
 
 // The receiver's end.
@@ -216,6 +281,18 @@ public:
         return n;
     }
 
+    // Whether this process can read `pid`'s memory (the ring's control line
+    // at `segment` there, compared with ours): pulls from this ring are then
+    // read from `pid`.
+    bool enable_pull(int32_t pid, uint64_t segment);
+    // n bytes at `address` in the sender into dst; false on a failed read.
+    bool read(void *dst, uint64_t address, size_t n) const;
+    // A pull is done with: its sender may reuse the buffer. Any thread.
+    void give_back(uint64_t sender, bool ok) {
+        const uint64_t n = returned_.fetch_add(1, std::memory_order_relaxed);
+        seg_->returns[n % kReturns].store(return_word(sender, n, ok), std::memory_order_release);
+    }
+
 private:
     Segment *seg_ = nullptr;
     size_t bytes_ = 0;
@@ -223,6 +300,8 @@ private:
     uint64_t mask_ = 0;
     uint64_t pos_ = 0;       // next cell to read
     uint64_t published_ = 0; // cells given back to the sender
+    int32_t pid_ = 0;        // the sender, once enable_pull succeeded
+    std::atomic<uint64_t> returned_{0}; // pulls handed back
 };
 
 } // namespace ubermatch::protocol::shm

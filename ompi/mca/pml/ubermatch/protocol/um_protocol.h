@@ -57,7 +57,8 @@ typedef struct um_proto_callbacks {
     void (*recv_done)(void *cookie, int32_t source, int32_t tag, size_t received,
                       size_t length, int status);
     /* For receives without a contiguous buffer: unpack `length` bytes, in
-     * order, into the user's buffer. Called before recv_done. */
+     * order, into the user's buffer: once per receive, the whole message (what the
+     * receive can take). Called before recv_done. */
     void (*recv_unpack)(void *cookie, const void *data, size_t length);
 } um_proto_callbacks_t;
 
@@ -84,6 +85,11 @@ typedef struct um_proto_config {
     /* Cells (of 64 bytes) of each ring this process makes, a power of two
      * holding four records of min(shm_eager_limit, 8192); 0: 4096 (256 KiB). */
     uint32_t shm_ring_cells;
+    /* Messages of 32 KiB and more to a peer whose ring is up go as a record naming
+     * the sender's buffer, which the receiver reads once matched (Linux CMA,
+     * checked when the ring is mapped); 0: UCX's rendezvous. Ignored with
+     * thread_multiple. */
+    int shm_pull;
 } um_proto_config_t;
 
 /* hwloc's choice of shm_ring_cells for a process with local_procs processes of
@@ -192,6 +198,8 @@ typedef struct um_proto_shm_count {
     uint32_t rings_out, rings_in;
     size_t eager_limit; /* largest message sent through a ring: shm_eager_limit or,
                          * with a ring under 16 times that, a 16th of it (8192 at least) */
+    uint64_t pulls_sent; /* messages sent as pulls (shm_pull) */
+    uint64_t pulls_read; /* messages this process read from their senders' memory */
 } um_proto_shm_counts_t;
 void um_proto_shm_stats(um_proto_t *proto, um_proto_shm_counts_t *counts);
 void um_proto_comm_dump(um_proto_t *proto, um_proto_comm_t *comm, FILE *out);

@@ -12,8 +12,9 @@ namespace ubermatch::protocol {
 // Active-message ids of our UCX worker.
 enum : unsigned { kAmMessage = 1, kAmAck = 2, kAmShmOffer = 3, kAmShmReply = 4 };
 
-// WireHeader::flags
-enum : uint16_t { kFlagSync = 1 };
+// WireHeader::flags. kFlagPull: a ring record whose payload is a PullDescriptor
+// (shm.h), not the message.
+enum : uint16_t { kFlagSync = 1, kFlagPull = 2 };
 
 // A point-to-point, non-synchronous message sends only the first
 // kShortHeader bytes (the rest reads as zero): with UCX's own headers and a
@@ -40,14 +41,21 @@ using AckHeader = uint64_t;
 
 // A sender offers its shared-memory ring (shm.h) to a receiver on the same
 // node: the header names it; the receiver answers with a ShmReply.
+// With the sender's pid and where it maps the ring, the receiver checks
+// that it can read the sender's memory (single-copy pulls, shm.h).
 struct ShmOffer {
-    uint32_t peer;  // the sender's peer id, returned in the reply
-    uint32_t cells; // ring size, checked against the mapping
-    char name[48];  // shm_open name, NUL-terminated
+    uint32_t peer;    // the sender's peer id, returned in the reply
+    uint32_t cells;   // ring size, checked against the mapping
+    int32_t pid;      // the sender's process
+    uint32_t reserved;
+    uint64_t segment; // the ring's address in the sender
+    char name[48];    // shm_open name, NUL-terminated
 };
 struct ShmReply {
     uint32_t peer;
-    uint32_t ok; // 1: mapped, the sender may write; 0: keep to UCX
+    uint32_t ok;   // 1: mapped, the sender may write; 0: keep to UCX
+    uint32_t pull; // 1: the receiver read the sender's ring through CMA: it may pull
+    uint32_t reserved;
 };
 
 } // namespace ubermatch::protocol

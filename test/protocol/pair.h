@@ -1,0 +1,222 @@
+// The protocol tests' harness: two protocol cores in one process, each with
+// its own UCX worker, connected to each other, driven through the C interface
+// the PML's glue uses, with the glue's callbacks recorded per operation.
+#ifndef UBERMATCH_TEST_PROTOCOL_PAIR_H
+#define UBERMATCH_TEST_PROTOCOL_PAIR_H
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
+#include "ompi/mca/pml/ubermatch/protocol/protocol.h"
+
+namespace ubermatch::protocol {
+// Feeds a core an eager arrival as a shared-memory ring's record would, with
+// any sequence number: a message overtaken on its way, deterministically.
+struct ProtocolTestAccess {
+    static void arrive(um_proto_t *p, uint32_t cid, int32_t source, int32_t tag, uint32_t seq,
+                       const int &payload) {
+        shm::RecordHeader r{};
+        r.length = sizeof payload;
+        r.cid = cid;
+        r.source = source;
+        r.tag = tag;
+        r.seq = seq;
+        REQUIRE(reinterpret_cast<Protocol *>(p)->ring_arrival(r, &payload, nullptr));
+    }
+};
+} // namespace ubermatch::protocol
+
+namespace prototest {
+
+// What the glue would keep in its request: the protocol's state plus what
+// the callbacks reported.
+struct Op {
+    um_proto_recv_t recv{};
+    um_proto_send_op_t send{};
+    bool done = false;
+    int status = -1;
+    int32_t source = -1;
+    int32_t tag = -1;
+    size_t received = 0;
+    size_t length = 0;
+    std::vector<unsigned char> unpacked; // receives without a contiguous buffer
+};
+
+inline void send_done(void *cookie, int status) {
+    Op *op = static_cast<Op *>(cookie);
+    op->done = true;
+    op->status = status;
+}
+
+// Every completed receive, released after its Op is written: a thread that
+// sees the count can read the Ops (the test with threads).
+inline std::atomic<int> g_recvs_done{0};
+
+inline void recv_done(void *cookie, int32_t source, int32_t tag, size_t received, size_t length, int status) {
+    Op *op = static_cast<Op *>(cookie);
+    op->done = true;
+    op->status = status;
+    op->source = source;
+    op->tag = tag;
+    op->received = received;
+    op->length = length;
+    g_recvs_done.fetch_add(1, std::memory_order_release);
+}
+
+inline void recv_unpack(void *cookie, const void *data, size_t length) {
+    Op *op = static_cast<Op *>(cookie);
+    const auto *p = static_cast<const unsigned char *>(data);
+    op->unpacked.insert(op->unpacked.end(), p, p + length);
+}
+
+inline const um_proto_callbacks_t kCallbacks = {send_done, recv_done, recv_unpack};
+
+// tailq_bins: 0, no tail queues; else tail queues in that many bins.
+// pull: messages from 32 KiB go as single-copy pulls once the ring is up.
+inline um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = false,
+                 int tailq_bins = 0, bool pull = false) {
+    um_proto_config_t c{};
+    c.tailq = tailq_bins > 0 ? 1 : 0;
+    c.tailq_bins = tailq_bins;
+    c.backend = "auto";
+    um_params_init(&c.params);
+    c.fail_alloc_every = fail_alloc_every;
+    c.shm_eager_limit = shm;
+    c.thread_multiple = threads ? 1 : 0;
+    c.shm_pull = pull ? 1 : 0;
+    um_proto_t *p = nullptr;
+    char err[256];
+    const int rc = um_proto_create(&c, &kCallbacks, &p, err, sizeof err);
+    INFO(err);
+    REQUIRE(rc == UM_PROTO_OK);
+    return p;
+}
+
+// Two connected cores: rank 0 is `a`, rank 1 is `b`, in every communicator.
+struct Pair {
+    // shm: a's messages up to this size may go through a shared-memory ring
+    // (the two cores count as one node); b_threads: b runs with thread_multiple
+    // (b_tailq_bins > 0: and matches in tail queues of that many bins).
+    // pull: a sends messages from 32 KiB as single-copy pulls once its ring is up.
+    explicit Pair(unsigned b_fails = 0, size_t shm = 0, bool b_threads = false, int b_tailq_bins = 0,
+                  bool pull = false)
+        : a(make(0, shm, false, 0, pull)), b(make(b_fails, shm, b_threads, b_tailq_bins)) {
+        a_to_b = connect(a, b, shm > 0);
+        b_to_a = connect(b, a, shm > 0);
+    }
+    ~Pair() {
+        for (auto &[p, c] : comms) {
+            um_proto_comm_destroy(p, c);
+        }
+        disconnect_progressing(a, &a_to_b, b);
+        disconnect_progressing(b, &b_to_a, a);
+        um_proto_destroy(a);
+        um_proto_destroy(b);
+    }
+    // Closing an endpoint may wait for the other side's progress, as when two
+    // processes finalize at once: `other` is progressed on a thread of its own
+    // (it shares nothing with p) while p disconnects. Seen to hang otherwise.
+    static void disconnect_progressing(um_proto_t *p, um_proto_peer_t **peer, um_proto_t *other) {
+        std::atomic<bool> done{false};
+        std::thread progress([&] {
+            while (!done.load(std::memory_order_acquire)) {
+                um_proto_progress(other);
+            }
+        });
+        um_proto_disconnect(p, peer, 1);
+        done.store(true, std::memory_order_release);
+        progress.join();
+    }
+    static um_proto_peer_t *connect(um_proto_t *from, um_proto_t *to, bool local) {
+        void *address = nullptr;
+        size_t length = 0;
+        REQUIRE(um_proto_address(to, &address, &length) == UM_PROTO_OK);
+        char err[256];
+        um_proto_peer_t *peer = um_proto_connect(from, address, length, local ? 1 : 0, err, sizeof err);
+        um_proto_address_release(to, address);
+        INFO(err);
+        REQUIRE(peer != nullptr);
+        return peer;
+    }
+    um_proto_comm_t *comm(um_proto_t *p, uint32_t cid, const char *backend = nullptr) {
+        um_proto_comm_t *c = nullptr;
+        char err[256];
+        REQUIRE(um_proto_comm_create(p, cid, p == a ? 0 : 1, 2, backend, &c, err, sizeof err) == UM_PROTO_OK);
+        comms.push_back({p, c});
+        return c;
+    }
+    // Progresses both until done() or 5 s.
+    template <typename F>
+    bool until(F &&done) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > end) {
+                return false;
+            }
+            um_proto_progress(a);
+            um_proto_progress(b);
+        }
+        return true;
+    }
+    void spin(int rounds) {
+        for (int i = 0; i < rounds; ++i) {
+            um_proto_progress(a);
+            um_proto_progress(b);
+        }
+    }
+    int send(um_proto_comm_t *c, int32_t tag, const void *data, size_t n, Op &op, bool sync = false) {
+        const um_hint_t hint{};
+        return um_proto_send(a, c, a_to_b, 1, tag, &hint, data, n, sync ? 1 : 0, &op.send, &op);
+    }
+    // A receive at b (post) or at `at` (post_at).
+    int post(um_proto_comm_t *c, int32_t source, int32_t tag, void *buf, size_t cap, Op &op) {
+        return post_at(b, c, source, tag, buf, cap, op);
+    }
+    static int post_at(um_proto_t *at, um_proto_comm_t *c, int32_t source, int32_t tag, void *buf, size_t cap,
+                       Op &op) {
+        op.recv.cookie = &op;
+        op.recv.buffer = buf;
+        op.recv.capacity = cap;
+        op.recv.source = source;
+        op.recv.tag = tag;
+        op.recv.hint = um_hint_t{};
+        return um_proto_post_recv(at, c, &op.recv);
+    }
+
+    um_proto_t *a;
+    um_proto_t *b;
+    um_proto_peer_t *a_to_b;
+    um_proto_peer_t *b_to_a;
+    std::vector<std::pair<um_proto_t *, um_proto_comm_t *>> comms;
+};
+
+inline uint64_t unexpected_len(um_proto_t *p, um_proto_comm_t *c) {
+    um_stats_t s{};
+    um_proto_comm_stats(p, c, &s);
+    return s.unexpected_len;
+}
+
+inline std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+    std::vector<unsigned char> v(n);
+    for (size_t i = 0; i < n; ++i) {
+        v[i] = static_cast<unsigned char>((i * 131 + seed * 7) ^ (i >> 9));
+    }
+    return v;
+}
+
+inline um_proto_shm_counts_t shm_of(um_proto_t *p) {
+    um_proto_shm_counts_t c{};
+    um_proto_shm_stats(p, &c);
+    return c;
+}
+
+} // namespace prototest
+
+#endif

@@ -1,0 +1,448 @@
+// The protocol core's shared-memory rings between two cores of one process
+// (pair.h): ring and UCX in MPI order, the rings' limits, rendezvous and
+// single-copy pulls from 32 KiB, rings under threads.
+#include "test/protocol/pair.h"
+
+#include <algorithm>
+
+using namespace prototest;
+
+namespace {
+
+// Sends n messages from a to b, sizes alternating around the ring's limit and
+// no receive posted (the ring fills, and UCX takes the rest), then receives
+// them with wildcards: each must come in send order, whole.
+void order_across_paths(Pair &p, size_t limit, int n) {
+    um_proto_comm_t *ca = p.comm(p.a, 5);
+    um_proto_comm_t *cb = p.comm(p.b, 5);
+    std::vector<Op> sends(static_cast<size_t>(n)), recvs(static_cast<size_t>(n));
+    std::vector<std::vector<unsigned char>> data, bufs;
+    for (int i = 0; i < n; ++i) {
+        const size_t size = i % 3 == 2 ? limit + 1 + static_cast<size_t>(i % 7) : static_cast<size_t>(i % 97);
+        data.push_back(pattern(size, static_cast<unsigned>(i)));
+        bufs.emplace_back(limit + 16);
+    }
+    for (int i = 0; i < n; ++i) {
+        auto &d = data[static_cast<size_t>(i)];
+        REQUIRE(p.send(ca, i, d.data(), d.size(), sends[static_cast<size_t>(i)]) == UM_PROTO_OK);
+        if (i == 0) { // the offer goes with the first message; let the reply come back
+            p.spin(200);
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        auto &b = bufs[static_cast<size_t>(i)];
+        REQUIRE(p.post(cb, UM_ANY_SOURCE, UM_ANY_TAG, b.data(), b.size(), recvs[static_cast<size_t>(i)]) ==
+                UM_PROTO_OK);
+    }
+    const bool all = p.until([&] {
+        for (const Op &r : recvs) {
+            if (!r.done) {
+                return false;
+            }
+        }
+        return true;
+    });
+    REQUIRE(all);
+    for (int i = 0; i < n; ++i) {
+        const Op &r = recvs[static_cast<size_t>(i)];
+        const auto &d = data[static_cast<size_t>(i)];
+        INFO("message " << i);
+        REQUIRE(r.status == UM_PROTO_OK);
+        REQUIRE(r.tag == i);
+        REQUIRE(r.received == d.size());
+        REQUIRE(std::memcmp(bufs[static_cast<size_t>(i)].data(), d.data(), d.size()) == 0);
+    }
+}
+
+} // namespace
+
+// Payloads of a few bytes are copied without memcpy (copy_payload): each size,
+// received posted and unexpected, through UCX and through a ring, arrives whole
+// and writes nothing past its end.
+TEST_CASE("protocol: every small size arrives whole, posted and unexpected, writing nothing past it",
+          "[protocol][shm]") {
+    for (const size_t shm : {size_t{0}, size_t{1024}}) {
+        DYNAMIC_SECTION((shm != 0 ? "rings" : "UCX only")) {
+            Pair p(0, shm);
+            um_proto_comm_t *ca = p.comm(p.a, 9);
+            um_proto_comm_t *cb = p.comm(p.b, 9);
+            for (int pass = 0; pass < 2; ++pass) { // the first pass also makes the ring
+                for (size_t n = 0; n <= 40; ++n) {
+                    for (const bool unexpected : {false, true}) {
+                        INFO("pass " << pass << ", " << n << " bytes, " << (unexpected ? "unexpected" : "posted"));
+                        const auto m = pattern(n, static_cast<unsigned>(n) + 1);
+                        std::vector<unsigned char> buf(n + 16, 0xEE);
+                        Op s, r;
+                        if (unexpected) {
+                            REQUIRE(p.send(ca, 3, m.data(), n, s) == UM_PROTO_OK);
+                            REQUIRE(p.until([&] { return unexpected_len(p.b, cb) == 1; }));
+                        }
+                        REQUIRE(p.post(cb, 0, 3, buf.data(), n + 8, r) == UM_PROTO_OK);
+                        if (!unexpected) {
+                            REQUIRE(p.send(ca, 3, m.data(), n, s) == UM_PROTO_OK);
+                        }
+                        REQUIRE(p.until([&] { return r.done && s.done; }));
+                        CHECK(r.status == UM_PROTO_OK);
+                        CHECK(r.received == n);
+                        CHECK(std::memcmp(buf.data(), m.data(), n) == 0);
+                        size_t past = 0;
+                        for (size_t i = n; i < buf.size(); ++i) {
+                            past += buf[i] != 0xEE;
+                        }
+                        CHECK(past == 0);
+                    }
+                }
+            }
+            if (shm != 0) {
+                CHECK(shm_of(p.a).sent > 0); // the second pass went through the ring
+            }
+        }
+    }
+}
+
+TEST_CASE("protocol: shared-memory ring and UCX together keep MPI order", "[protocol][shm]") {
+    Pair p(0, 1024);
+    order_across_paths(p, 1024, 12000); // more than a ring holds: some small ones go by UCX too
+    const auto a = shm_of(p.a);
+    const auto b = shm_of(p.b);
+    CHECK(a.rings_out == 1);
+    CHECK(b.rings_in == 1);
+    CHECK(a.sent > 1500);    // a ring-full of the 8000 small messages went through it...
+    CHECK(a.sent < 8000);    // ...the rest by UCX once it was full
+    CHECK(b.received == a.sent);
+}
+
+TEST_CASE("protocol: a ring takes messages up to a 16th of its size when shm_eager_limit allows more",
+          "[protocol][shm]") {
+    Pair p(0, 32768); // rings of 256 KiB (the default): 16 KiB
+    CHECK(shm_of(p.a).eager_limit == 16384);
+    um_proto_comm_t *ca = p.comm(p.a, 7);
+    um_proto_comm_t *cb = p.comm(p.b, 7);
+    const auto m = pattern(16385, 7);
+    std::vector<unsigned char> buf(16385);
+    // The first message offers the ring; then one at the limit and one past it.
+    const size_t sizes[] = {8, 16384, 16385};
+    uint64_t through_ring[3];
+    for (int i = 0; i < 3; ++i) {
+        Op s, r;
+        REQUIRE(p.post(cb, 0, i, buf.data(), buf.size(), r) == UM_PROTO_OK);
+        REQUIRE(p.send(ca, i, m.data(), sizes[i], s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.received == sizes[i]);
+        CHECK(std::memcmp(buf.data(), m.data(), sizes[i]) == 0);
+        REQUIRE(p.until([&] { return shm_of(p.a).rings_out == 1; }));
+        through_ring[i] = shm_of(p.a).sent;
+    }
+    CHECK(through_ring[1] == through_ring[0] + 1);
+    CHECK(through_ring[2] == through_ring[1]);
+}
+
+// To a peer of the node that UCX reaches with a single-copy lane, 32 KiB and
+// more go by rendezvous (the send waits for its receive); to any other peer
+// by UCX's threshold (64 KiB: eager, done at once).
+TEST_CASE("protocol: rendezvous from 32 KiB to a peer of the node with a single-copy lane", "[protocol][shm]") {
+    for (const bool local : {true, false}) {
+        Pair p(0, local ? 1024 : 0);
+        char lanes[256] = "";
+        um_proto_peer_transports(p.a, p.a_to_b, lanes, sizeof lanes);
+        INFO("local " << local << ", lanes " << lanes);
+        // Its own reading of the lanes, not the protocol's: a protocol that
+        // misread them would make this test skip instead of fail.
+        const bool single_copy = std::strstr(lanes, "cma/") != nullptr || std::strstr(lanes, "knem/") != nullptr ||
+                                 std::strstr(lanes, "xpmem/") != nullptr;
+        if (local && !single_copy) {
+            WARN("skipped: UCX has no single-copy lane between two workers here (" << lanes << ")");
+            continue;
+        }
+        um_proto_comm_t *ca = p.comm(p.a, 9);
+        um_proto_comm_t *cb = p.comm(p.b, 9);
+        const size_t n = 40000;
+        const auto m = pattern(n, 9);
+        std::vector<unsigned char> buf(n);
+        Op s, r;
+        REQUIRE(p.send(ca, 1, m.data(), n, s) == UM_PROTO_OK);
+        p.spin(1000);
+        CHECK(s.done == !local); // unexpected: a rendezvous waits for its receive
+        REQUIRE(p.post(cb, 0, 1, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.status == UM_PROTO_OK);
+        CHECK(buf == m);
+    }
+}
+
+TEST_CASE("protocol: with threads the ring carries small messages both ways, each thread's order kept",
+          "[protocol][shm][threads]") {
+    Pair p(0, 1024, true); // b: MPI_THREAD_MULTIPLE
+    // To b: its progress (inside the gate) reads the ring.
+    order_across_paths(p, 1024, 300);
+    CHECK(shm_of(p.a).rings_out == 1);
+    CHECK(shm_of(p.a).sent > 0);
+    CHECK(shm_of(p.b).received == shm_of(p.a).sent);
+
+    // From b: four threads send to a at once, 1500 messages each under their
+    // own tag (every fifth beyond the ring's limit, so both paths interleave),
+    // while this thread progresses both; a's receives of a tag, posted in
+    // order, must get that thread's messages in order.
+    constexpr int kThreads = 4, kEach = 1500;
+    um_proto_comm_t *ca = p.comm(p.a, 6);
+    um_proto_comm_t *cb = p.comm(p.b, 6);
+    std::vector<Op> sends(kThreads * kEach), recvs(kThreads * kEach);
+    std::vector<std::vector<unsigned char>> data(kThreads * kEach), bufs(kThreads * kEach);
+    for (int t = 0; t < kThreads; ++t) {
+        for (int k = 0; k < kEach; ++k) {
+            const size_t i = static_cast<size_t>(t * kEach + k);
+            data[i] = pattern(k % 5 == 4 ? 1100 : static_cast<size_t>(8 + k % 200), static_cast<unsigned>(i));
+            bufs[i].resize(1200);
+            REQUIRE(Pair::post_at(p.a, ca, 1, t, bufs[i].data(), bufs[i].size(), recvs[i]) == UM_PROTO_OK);
+        }
+    }
+    // b's ring to a first: its offer and the reply need this thread's
+    // progress, which four sending threads on two cores can starve until
+    // every message has gone through UCX (CI saw it).
+    {
+        Op ws, wr;
+        const auto wm = pattern(8, 99);
+        std::vector<unsigned char> wbuf(16);
+        REQUIRE(Pair::post_at(p.a, ca, 1, kThreads, wbuf.data(), wbuf.size(), wr) == UM_PROTO_OK);
+        const um_hint_t hint{};
+        REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, kThreads, &hint, wm.data(), wm.size(), 0, &ws.send, &ws) ==
+                UM_PROTO_OK);
+        REQUIRE(p.until([&] { return wr.done && ws.done && shm_of(p.b).rings_out == 1; }));
+    }
+    const uint64_t ring_before = shm_of(p.b).sent;
+    std::atomic<int> senders_done{0}, send_errors{0};
+    std::vector<std::thread> senders;
+    for (int t = 0; t < kThreads; ++t) {
+        senders.emplace_back([&, t] {
+            const um_hint_t hint{};
+            for (int k = 0; k < kEach; ++k) {
+                const size_t i = static_cast<size_t>(t * kEach + k);
+                if (um_proto_send(p.b, cb, p.b_to_a, 0, t, &hint, data[i].data(), data[i].size(), 0,
+                                  &sends[i].send, &sends[i]) != UM_PROTO_OK) {
+                    send_errors.fetch_add(1);
+                }
+            }
+            senders_done.fetch_add(1);
+        });
+    }
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while ((senders_done.load() < kThreads || g_recvs_done.load() < kThreads * kEach) &&
+           std::chrono::steady_clock::now() < end) {
+        g_recvs_done.store(0);
+        for (const Op &r : recvs) {
+            g_recvs_done.fetch_add(r.done ? 1 : 0);
+        }
+        p.spin(4);
+    }
+    for (std::thread &s : senders) {
+        s.join();
+    }
+    REQUIRE(send_errors.load() == 0);
+    int wrong = 0;
+    for (size_t i = 0; i < recvs.size(); ++i) {
+        const Op &r = recvs[i];
+        wrong += (!r.done || r.status != UM_PROTO_OK || r.received != data[i].size() ||
+                  std::memcmp(bufs[i].data(), data[i].data(), data[i].size()) != 0) ? 1 : 0;
+    }
+    CHECK(wrong == 0);
+    CHECK(shm_of(p.b).rings_out == 1);
+    CHECK(shm_of(p.b).sent > ring_before);
+    CHECK(shm_of(p.a).received == shm_of(p.b).sent);
+}
+
+TEST_CASE("protocol: shm_eager_limit beyond what a ring carries is refused at creation", "[protocol][shm]") {
+    um_proto_config_t c{};
+    c.backend = "auto";
+    um_params_init(&c.params);
+    c.shm_eager_limit = size_t{1} << 20;
+    um_proto_t *p = nullptr;
+    char err[256] = "";
+    CHECK(um_proto_create(&c, &kCallbacks, &p, err, sizeof err) == UM_PROTO_ERROR);
+    CHECK(std::string(err).find("is out of range; valid values are 0 .. ") != std::string::npos);
+    CHECK(p == nullptr);
+}
+
+
+namespace {
+
+// One small message, received, so that a's ring to b is up (and a knows
+// whether b may read its memory).
+void ring_up(Pair &p, um_proto_comm_t *ca, um_proto_comm_t *cb) {
+    const auto m = pattern(8, 1);
+    std::vector<unsigned char> buf(8);
+    Op s, r;
+    REQUIRE(p.post(cb, 0, 0, buf.data(), buf.size(), r) == UM_PROTO_OK);
+    REQUIRE(p.send(ca, 0, m.data(), m.size(), s) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.a).rings_out == 1; }));
+}
+
+} // namespace
+
+// From 32 KiB, with the ring up, b reads a's buffer itself once a receive
+// matches (the two cores are one process here: CMA on itself is allowed).
+TEST_CASE("protocol: single-copy pulls: unexpected, posted, probed, truncated, unpacked, synchronous",
+          "[protocol][shm][pull]") {
+    Pair p(0, 1024, false, 0, true);
+    um_proto_comm_t *ca = p.comm(p.a, 11);
+    um_proto_comm_t *cb = p.comm(p.b, 11);
+    ring_up(p, ca, cb);
+    const size_t n = 40000;
+    const auto m = pattern(n, 11);
+    {
+        INFO("unexpected: the send waits until a receive has read it");
+        Op s, r;
+        std::vector<unsigned char> buf(n);
+        REQUIRE(p.send(ca, 1, m.data(), n, s) == UM_PROTO_OK);
+        p.spin(1000);
+        CHECK_FALSE(s.done);
+        CHECK(shm_of(p.a).pulls_sent == 1);
+        const um_hint_t hint{};
+        int found = 0;
+        um_proto_msg_info_t info{};
+        REQUIRE(um_proto_probe(p.b, cb, 0, 1, &hint, 0, &found, &info, nullptr) == UM_PROTO_OK);
+        CHECK(found == 1);
+        CHECK(info.length == n);
+        REQUIRE(p.post(cb, 0, 1, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.status == UM_PROTO_OK);
+        CHECK(r.received == n);
+        CHECK(buf == m);
+        CHECK(s.status == UM_PROTO_OK);
+        CHECK(shm_of(p.b).pulls_read == 1);
+    }
+    {
+        INFO("posted, then truncated: no byte past the receive's capacity");
+        Op s, r, s2, r2;
+        std::vector<unsigned char> buf(n);
+        REQUIRE(p.post(cb, 0, 2, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.send(ca, 2, m.data(), n, s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(buf == m);
+        std::vector<unsigned char> small(30016, 0xEE);
+        REQUIRE(p.post(cb, 0, 3, small.data(), 30000, r2) == UM_PROTO_OK);
+        REQUIRE(p.send(ca, 3, m.data(), n, s2) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r2.done && s2.done; }));
+        CHECK(r2.status == UM_PROTO_TRUNCATED);
+        CHECK(r2.received == 30000);
+        CHECK(r2.length == n);
+        CHECK(std::memcmp(small.data(), m.data(), 30000) == 0);
+        CHECK(std::count(small.begin() + 30000, small.end(), 0xEE) == 16);
+        CHECK(s2.status == UM_PROTO_OK);
+    }
+    {
+        INFO("without a contiguous buffer: through the unpack callback");
+        const auto big = pattern(600000, 12);
+        Op s, r;
+        REQUIRE(p.post(cb, 0, 4, nullptr, big.size(), r) == UM_PROTO_OK);
+        REQUIRE(p.send(ca, 4, big.data(), big.size(), s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.status == UM_PROTO_OK);
+        CHECK(r.unpacked == big);
+    }
+    {
+        INFO("synchronous: done when matched, not before");
+        Op s, r;
+        std::vector<unsigned char> buf(n);
+        REQUIRE(p.send(ca, 5, m.data(), n, s, true) == UM_PROTO_OK);
+        p.spin(1000);
+        CHECK_FALSE(s.done);
+        REQUIRE(p.post(cb, 0, 5, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(buf == m);
+    }
+    CHECK(shm_of(p.a).pulls_sent == 5);
+    CHECK(shm_of(p.b).pulls_read == 5);
+}
+
+// A sender has at most kReturns pulls out per ring: the next ones go by UCX
+// and the receiver still takes all in send order; the return slots are
+// reused lap after lap.
+TEST_CASE("protocol: pulls beyond the return slots go by UCX, in order, and the slots wrap",
+          "[protocol][shm][pull]") {
+    Pair p(0, 1024, false, 0, true);
+    um_proto_comm_t *ca = p.comm(p.a, 13);
+    um_proto_comm_t *cb = p.comm(p.b, 13);
+    ring_up(p, ca, cb);
+    const int n = 300;
+    std::vector<std::vector<unsigned char>> data;
+    for (int i = 0; i < n; ++i) {
+        data.push_back(pattern(33000, static_cast<unsigned>(i)));
+    }
+    for (uint64_t round = 1; round <= 3; ++round) {
+        INFO("round " << round);
+        std::vector<Op> sends(n), recvs(n);
+        std::vector<std::vector<unsigned char>> bufs(n, std::vector<unsigned char>(33000));
+        for (int i = 0; i < n; ++i) {
+            REQUIRE(p.send(ca, i, data[i].data(), data[i].size(), sends[i]) == UM_PROTO_OK);
+        }
+        p.spin(100);
+        CHECK(shm_of(p.a).pulls_sent == round * ubermatch::protocol::shm::kReturns);
+        for (int i = 0; i < n; ++i) {
+            REQUIRE(p.post(cb, UM_ANY_SOURCE, UM_ANY_TAG, bufs[i].data(), bufs[i].size(), recvs[i]) ==
+                    UM_PROTO_OK);
+        }
+        REQUIRE(p.until([&] {
+            return std::all_of(recvs.begin(), recvs.end(), [](const Op &o) { return o.done; }) &&
+                   std::all_of(sends.begin(), sends.end(), [](const Op &o) { return o.done; });
+        }));
+        int wrong = 0;
+        for (int i = 0; i < n; ++i) {
+            wrong += (recvs[i].tag != i || recvs[i].status != UM_PROTO_OK || bufs[i] != data[i] ||
+                      sends[i].status != UM_PROTO_OK) ? 1 : 0;
+        }
+        CHECK(wrong == 0);
+    }
+}
+
+// A pull that no receive takes is handed back when its communicator goes: its
+// send completes instead of waiting for ever.
+TEST_CASE("protocol: a pull never received is handed back when its communicator is freed",
+          "[protocol][shm][pull]") {
+    Pair p(0, 1024, false, 0, true);
+    um_proto_comm_t *ca = p.comm(p.a, 14);
+    um_proto_comm_t *cb = p.comm(p.b, 14);
+    ring_up(p, ca, cb);
+    um_proto_comm_t *gone = nullptr;
+    char err[256];
+    REQUIRE(um_proto_comm_create(p.b, 15, 1, 2, nullptr, &gone, err, sizeof err) == UM_PROTO_OK);
+    um_proto_comm_t *ca15 = p.comm(p.a, 15);
+    const auto m = pattern(50000, 15);
+    Op s;
+    REQUIRE(p.send(ca15, 1, m.data(), m.size(), s) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return unexpected_len(p.b, gone) == 1; }));
+    p.spin(100);
+    CHECK_FALSE(s.done);
+    CHECK(shm_of(p.a).pulls_sent == 1);
+    um_proto_comm_destroy(p.b, gone);
+    REQUIRE(p.until([&] { return s.done; }));
+    CHECK(s.status == UM_PROTO_OK);
+}
+
+// Which messages are pulled: from kPullMin (16 KiB) even where the ring would
+// take them eagerly, and every one past the ring's eager limit.
+TEST_CASE("protocol: pulls from 16 KiB, and past the ring's eager limit", "[protocol][shm][pull]") {
+    for (const size_t limit : {size_t{32768}, size_t{8192}}) { // 256 KiB rings: 16 KiB; 8 KiB
+        Pair p(0, limit, false, 0, true);
+        um_proto_comm_t *ca = p.comm(p.a, 16);
+        um_proto_comm_t *cb = p.comm(p.b, 16);
+        ring_up(p, ca, cb);
+        const size_t eager = shm_of(p.a).eager_limit;
+        INFO("eager limit " << eager);
+        const auto m = pattern(16384, 16);
+        std::vector<unsigned char> buf(m.size());
+        for (const size_t n : {size_t{8192}, size_t{8193}, size_t{16383}, size_t{16384}}) {
+            INFO(n << " bytes");
+            const auto before = shm_of(p.a);
+            Op s, r;
+            REQUIRE(p.post(cb, 0, 1, buf.data(), buf.size(), r) == UM_PROTO_OK);
+            REQUIRE(p.send(ca, 1, m.data(), n, s) == UM_PROTO_OK);
+            REQUIRE(p.until([&] { return r.done && s.done; }));
+            CHECK(r.received == n);
+            CHECK(std::memcmp(buf.data(), m.data(), n) == 0);
+            const auto after = shm_of(p.a);
+            const bool pulled = n >= 16384 || n > eager;
+            CHECK(after.pulls_sent - before.pulls_sent == (pulled ? 1u : 0u));
+            CHECK(after.sent - before.sent == (pulled ? 0u : 1u)); // else an eager record
+        }
+    }
+}
