@@ -71,6 +71,24 @@ for backend in $backends; do
     suite "MPI tests, backend $backend" test/mpi/run-mpi-tests.sh build/test-mpi \
         --mca pml ubermatch --mca pml_ubermatch_backend "$backend"
 done
+# Single-copy pulls (pml_ubermatch_shm_pull, on in every suite above): they carry
+# pingpong's messages from 24 KiB (verbose 1 counts them); off, the same tests
+# take UCX's rendezvous within the node.
+pulls() {
+    local out rc=0
+    out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_verbose 1 build/test/mpi/pingpong 2>&1)
+    grep -qE 'rank 1: shared-memory rings: .*; [1-9][0-9]* sent and [1-9][0-9]* received as single-copy pulls' <<<"$out" &&
+        grep -q "PASS pingpong" <<<"$out" ||
+        { echo "FAIL no message went as a single-copy pull"; echo "$out" | tail -5; rc=1; }
+    out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_verbose 1 --mca pml_ubermatch_shm_pull 0 \
+        build/test/mpi/pingpong 2>&1)
+    grep -q 'rank 1: shared-memory rings: .*; 0 sent and 0 received as single-copy pulls (pml_ubermatch_shm_pull 0)' <<<"$out" ||
+        { echo "FAIL pml_ubermatch_shm_pull 0 still pulled"; echo "$out" | tail -5; rc=1; }
+    MPI_TESTS_ONLY="pingpong datatypes truncation probe ssend persistent alloc_faults" \
+        test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_shm_pull 0 || rc=1
+    return $rc
+}
+suite "single-copy pulls from 24 KiB; off, UCX's rendezvous within the node" pulls
 # Info assertions ignored (pml_ubermatch_assertions ignore: full engines, no
 # refusals; the default honour runs in every backend's suite above), a few seconds.
 suite "MPI test: info assertions, pml_ubermatch_assertions ignore" env MPI_TESTS_ONLY=assertions \

@@ -25,7 +25,7 @@ check() { # description, command...
 }
 
 info=$(ompi_info --param pml ubermatch --level 9 2>&1)
-for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit assertions hwloc threading priority; do
+for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit shm_pull assertions hwloc threading priority; do
     check "ompi_info lists pml_ubermatch_$param" grep -q "parameter \"pml_ubermatch_$param\"" <<<"$info"
 done
 check "ompi_info names the valid backends" grep -qF "Valid values: $backends" <<<"$info"

@@ -80,8 +80,9 @@ inline const um_proto_callbacks_t kCallbacks = {send_done, recv_done, recv_unpac
 
 // tailq_bins: 0, no tail queues; else tail queues in that many bins.
 // pull: messages from 32 KiB go as single-copy pulls once the ring is up.
+// ring_cells: of the rings this core makes (0: the default, 256 KiB).
 inline um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = false,
-                 int tailq_bins = 0, bool pull = false) {
+                 int tailq_bins = 0, bool pull = false, uint32_t ring_cells = 0) {
     um_proto_config_t c{};
     c.tailq = tailq_bins > 0 ? 1 : 0;
     c.tailq_bins = tailq_bins;
@@ -91,6 +92,7 @@ inline um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool thre
     c.shm_eager_limit = shm;
     c.thread_multiple = threads ? 1 : 0;
     c.shm_pull = pull ? 1 : 0;
+    c.shm_ring_cells = ring_cells;
     um_proto_t *p = nullptr;
     char err[256];
     const int rc = um_proto_create(&c, &kCallbacks, &p, err, sizeof err);
@@ -104,10 +106,11 @@ struct Pair {
     // shm: a's messages up to this size may go through a shared-memory ring
     // (the two cores count as one node); b_threads: b runs with thread_multiple
     // (b_tailq_bins > 0: and matches in tail queues of that many bins).
-    // pull: a sends messages from 32 KiB as single-copy pulls once its ring is up.
+    // pull: a sends large messages as single-copy pulls once its ring is up,
+    // through a ring of ring_cells cells (0: the default).
     explicit Pair(unsigned b_fails = 0, size_t shm = 0, bool b_threads = false, int b_tailq_bins = 0,
-                  bool pull = false)
-        : a(make(0, shm, false, 0, pull)), b(make(b_fails, shm, b_threads, b_tailq_bins)) {
+                  bool pull = false, uint32_t ring_cells = 0)
+        : a(make(0, shm, false, 0, pull, ring_cells)), b(make(b_fails, shm, b_threads, b_tailq_bins)) {
         a_to_b = connect(a, b, shm > 0);
         b_to_a = connect(b, a, shm > 0);
     }

@@ -200,10 +200,11 @@ constexpr const char *kRndvThresh = "64k";
 // global threshold stays (docs/message-path.md round 6).
 constexpr size_t kLocalRndv = 32 * 1024;
 // With single-copy pulls (shm.h), messages from here, and all past the ring's
-// eager limit, are pulled: at np 2, 14-32 KiB 0.61-0.68x the latency of the
-// ring's eager copies and 16-20 KiB 0.87-0.96x their bandwidth (from 24 KiB
-// as much or more), where ob1 loses on both (docs/message-path.md round 7).
-constexpr size_t kPullMin = 16 * 1024;
+// eager limit, are pulled. At np 2, against the ring's eager copies: 24-32 KiB
+// 0.71-0.74x the latency and 1.02-1.10x the bandwidth; 16 KiB 0.87x the
+// latency but 0.93x the bandwidth, so smaller ones stay eager
+// (docs/message-path.md round 7).
+constexpr size_t kPullMin = 24 * 1024;
 
 // Lives in the glue's um_proto_send_op_t.
 struct SendOp {

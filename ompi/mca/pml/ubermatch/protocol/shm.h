@@ -27,8 +27,8 @@
 // kPublish cells, not per record. A run of one-cell records (messages of up
 // to 24 B) clears nothing: every cell starts a record.
 //
-// Single-copy pulls: a message past the ring's eager limit (from 32 KiB,
-// protocol.h) may go as a one-cell record naming the sender's buffer (a
+// Single-copy pulls: a message past the ring's eager limit or from 24 KiB
+// (protocol.h) may go as a one-cell record naming the sender's buffer (a
 // PullDescriptor); the receiver, once matched, reads the buffer with Linux CMA
 // (process_vm_readv) and hands the send back through the segment's return
 // slots, which the sender polls while it has pulls out. UCX's rendezvous does
