@@ -201,7 +201,7 @@ constexpr const char *kRndvThresh = "64k";
 constexpr size_t kLocalRndv = 32 * 1024;
 // With single-copy pulls (shm.h), messages from here, and all past the ring's
 // eager limit, are pulled. At np 2, against the ring's eager copies: 24-32 KiB
-// 0.71-0.74x the latency and 1.02-1.10x the bandwidth; 16 KiB 0.87x the
+// 0.54-0.74x the latency at 1.02-1.10x the bandwidth; 16 KiB 0.87x the
 // latency but 0.93x the bandwidth, so smaller ones stay eager
 // (docs/message-path.md round 7).
 constexpr size_t kPullMin = 24 * 1024;

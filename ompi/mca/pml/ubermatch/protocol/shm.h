@@ -32,8 +32,8 @@
 // PullDescriptor); the receiver, once matched, reads the buffer with Linux CMA
 // (process_vm_readv) and hands the send back through the segment's return
 // slots, which the sender polls while it has pulls out. UCX's rendezvous does
-// the same copy, but with a protocol round of its own around it (0.8 us more
-// at 64 KiB here: docs/message-path.md round 7).
+// the same copy, but with a protocol round of its own around it (about 1 us
+// more at 64 KiB here: docs/message-path.md round 7).
 #ifndef UBERMATCH_PROTOCOL_SHM_H
 #define UBERMATCH_PROTOCOL_SHM_H
 
