@@ -72,7 +72,7 @@ for backend in $backends; do
         --mca pml ubermatch --mca pml_ubermatch_backend "$backend"
 done
 # Single-copy pulls (pml_ubermatch_shm_pull, on in every suite above): they carry
-# pingpong's messages from 24 KiB (verbose 1 counts them); off, the same tests
+# pingpong's messages from 12 KiB (verbose 1 counts them); off, the same tests
 # take UCX's rendezvous within the node.
 pulls() {
     local out rc=0
@@ -88,7 +88,7 @@ pulls() {
         test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_shm_pull 0 || rc=1
     return $rc
 }
-suite "single-copy pulls from 24 KiB; off, UCX's rendezvous within the node" pulls
+suite "single-copy pulls from 12 KiB; off, UCX's rendezvous within the node" pulls
 # Info assertions ignored (pml_ubermatch_assertions ignore: full engines, no
 # refusals; the default honour runs in every backend's suite above), a few seconds.
 suite "MPI test: info assertions, pml_ubermatch_assertions ignore" env MPI_TESTS_ONLY=assertions \

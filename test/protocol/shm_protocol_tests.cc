@@ -418,9 +418,9 @@ TEST_CASE("protocol: a pull never received is handed back when its communicator 
     CHECK(s.status == UM_PROTO_OK);
 }
 
-// Which messages are pulled: from kPullMin (24 KiB) even where the ring would
+// Which messages are pulled: from kPullMin (12 KiB) even where the ring would
 // take them eagerly, and every one past the ring's eager limit.
-TEST_CASE("protocol: pulls from 24 KiB, and past the ring's eager limit", "[protocol][shm][pull]") {
+TEST_CASE("protocol: pulls from 12 KiB, and past the ring's eager limit", "[protocol][shm][pull]") {
     for (const uint32_t cells : {8192u, 4096u, 1024u}) { // rings of 512, 256 and 64 KiB: limits 32, 16, 8 KiB
         Pair p(0, 32768, false, 0, true, cells);
         um_proto_comm_t *ca = p.comm(p.a, 16);
@@ -430,7 +430,7 @@ TEST_CASE("protocol: pulls from 24 KiB, and past the ring's eager limit", "[prot
         INFO("eager limit " << eager);
         const auto m = pattern(24576, 16);
         std::vector<unsigned char> buf(m.size());
-        for (const size_t n : {size_t{8192}, size_t{8193}, size_t{16384}, size_t{16385}, size_t{24575}, size_t{24576}}) {
+        for (const size_t n : {size_t{8192}, size_t{8193}, size_t{12287}, size_t{12288}, size_t{24576}}) {
             INFO(n << " bytes");
             const auto before = shm_of(p.a);
             Op s, r;
@@ -440,7 +440,7 @@ TEST_CASE("protocol: pulls from 24 KiB, and past the ring's eager limit", "[prot
             CHECK(r.received == n);
             CHECK(std::memcmp(buf.data(), m.data(), n) == 0);
             const auto after = shm_of(p.a);
-            const bool pulled = n >= 24576 || n > eager;
+            const bool pulled = n >= 12288 || n > eager;
             CHECK(after.pulls_sent - before.pulls_sent == (pulled ? 1u : 0u));
             CHECK(after.sent - before.sent == (pulled ? 0u : 1u)); // else an eager record
         }

@@ -211,13 +211,13 @@ static int mca_pml_ubermatch_component_register(void)
                         "0 .. 65496; 0: every message through UCX. A ring smaller than 16 times "
                         "this takes messages up to a 16th of its size, 8192 at least (32 KiB in "
                         "the 512 KiB rings of two processes on cores with 1 MiB of L2, 16 KiB in "
-                        "256 KiB rings). Messages from 24 KiB go as pulls (shm_pull); "
+                        "256 KiB rings). Messages from 12 KiB go as pulls (shm_pull); "
                         "synchronous sends below that use UCX",
                         MCA_BASE_VAR_TYPE_SIZE_T, OPAL_INFO_LVL_4, &cfg->shm_eager_limit);
 
     cfg->shm_pull = true;
     (void) register_var("shm_pull",
-                        "Messages from 24 KiB (and past the eager limit) to a process of the "
+                        "Messages from 12 KiB (and past the eager limit) to a process of the "
                         "same node whose ring is up go as a one-cell record naming the sender's "
                         "buffer: the receiver, "
                         "once matched, reads it with Linux CMA (process_vm_readv, checked when "

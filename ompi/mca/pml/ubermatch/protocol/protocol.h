@@ -201,10 +201,11 @@ constexpr const char *kRndvThresh = "64k";
 constexpr size_t kLocalRndv = 32 * 1024;
 // With single-copy pulls (shm.h), messages from here, and all past the ring's
 // eager limit, are pulled. At np 2, against the ring's eager copies: 24-32 KiB
-// 0.54-0.74x the latency at 1.02-1.10x the bandwidth; 16 KiB 0.87x the
-// latency but 0.93x the bandwidth, so smaller ones stay eager
-// (docs/message-path.md round 7).
-constexpr size_t kPullMin = 24 * 1024;
+// 0.54-0.58x the latency at 1.02-1.06x the bandwidth; 12-20 KiB 0.63-0.68x the
+// latency (0.79-0.83x ob1's, where the eager copies took 1.2-1.3x) at
+// 0.76-0.94x the bandwidth (still 1.10-1.13x ob1's). 8 KiB stays eager, where
+// the ring is ahead of both stock PMLs (docs/message-path.md round 7).
+constexpr size_t kPullMin = 12 * 1024;
 
 // Lives in the glue's um_proto_send_op_t.
 struct SendOp {

@@ -27,7 +27,7 @@
 // kPublish cells, not per record. A run of one-cell records (messages of up
 // to 24 B) clears nothing: every cell starts a record.
 //
-// Single-copy pulls: a message past the ring's eager limit or from 24 KiB
+// Single-copy pulls: a message past the ring's eager limit or from 12 KiB
 // (protocol.h) may go as a one-cell record naming the sender's buffer (a
 // PullDescriptor); the receiver, once matched, reads the buffer with Linux CMA
 // (process_vm_readv) and hands the send back through the segment's return

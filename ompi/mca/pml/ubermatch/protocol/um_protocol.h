@@ -85,7 +85,7 @@ typedef struct um_proto_config {
     /* Cells (of 64 bytes) of each ring this process makes, a power of two
      * holding four records of min(shm_eager_limit, 8192); 0: 4096 (256 KiB). */
     uint32_t shm_ring_cells;
-    /* Messages from 24 KiB (and past the eager limit) to a peer whose ring is
+    /* Messages from 12 KiB (and past the eager limit) to a peer whose ring is
      * up go as a record naming the sender's buffer, which the receiver reads
      * once matched (Linux CMA, checked when the ring is mapped); 0: UCX's
      * rendezvous. Ignored with thread_multiple. */
