@@ -106,11 +106,12 @@ struct Pair {
     // shm: a's messages up to this size may go through a shared-memory ring
     // (the two cores count as one node); b_threads: b runs with thread_multiple
     // (b_tailq_bins > 0: and matches in tail queues of that many bins).
-    // pull: a sends large messages as single-copy pulls once its ring is up,
-    // through a ring of ring_cells cells (0: the default).
+    // pull: both send large messages as single-copy pulls once their rings are
+    // up, through rings of ring_cells cells (0: the default).
     explicit Pair(unsigned b_fails = 0, size_t shm = 0, bool b_threads = false, int b_tailq_bins = 0,
                   bool pull = false, uint32_t ring_cells = 0)
-        : a(make(0, shm, false, 0, pull, ring_cells)), b(make(b_fails, shm, b_threads, b_tailq_bins)) {
+        : a(make(0, shm, false, 0, pull, ring_cells)),
+          b(make(b_fails, shm, b_threads, b_tailq_bins, pull, ring_cells)) {
         a_to_b = connect(a, b, shm > 0);
         b_to_a = connect(b, a, shm > 0);
     }

@@ -446,3 +446,74 @@ TEST_CASE("protocol: pulls from 12 KiB, and past the ring's eager limit", "[prot
         }
     }
 }
+
+// Under MPI_THREAD_MULTIPLE (b): four threads send to a at once, every third
+// message a pull (pushed under the peer's ring lock, handed back in b's
+// progress gate), the rest small through the ring; a's receives of a thread's
+// tag, posted in order, get that thread's messages in order and whole, and
+// every send completes.
+TEST_CASE("protocol: with threads, pulls and small messages from four threads keep each thread's order",
+          "[protocol][shm][pull][threads]") {
+    Pair p(0, 1024, true, 0, true); // b: MPI_THREAD_MULTIPLE
+    constexpr int kThreads = 4, kEach = 300;
+    um_proto_comm_t *ca = p.comm(p.a, 17);
+    um_proto_comm_t *cb = p.comm(p.b, 17);
+    std::vector<Op> sends(kThreads * kEach), recvs(kThreads * kEach);
+    std::vector<std::vector<unsigned char>> data(kThreads * kEach), bufs(kThreads * kEach);
+    for (int t = 0; t < kThreads; ++t) {
+        for (int k = 0; k < kEach; ++k) {
+            const size_t i = static_cast<size_t>(t * kEach + k);
+            data[i] = pattern(k % 3 == 2 ? 13000 + static_cast<size_t>(k) : 8 + static_cast<size_t>(k % 100),
+                              static_cast<unsigned>(i));
+            bufs[i].resize(14000);
+            REQUIRE(Pair::post_at(p.a, ca, 1, t, bufs[i].data(), bufs[i].size(), recvs[i]) == UM_PROTO_OK);
+        }
+    }
+    { // b's ring to a first (see the test above: sending threads starve this one)
+        Op ws, wr;
+        const auto wm = pattern(8, 99);
+        std::vector<unsigned char> wbuf(16);
+        REQUIRE(Pair::post_at(p.a, ca, 1, kThreads, wbuf.data(), wbuf.size(), wr) == UM_PROTO_OK);
+        const um_hint_t hint{};
+        REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, kThreads, &hint, wm.data(), wm.size(), 0, &ws.send, &ws) ==
+                UM_PROTO_OK);
+        REQUIRE(p.until([&] { return wr.done && ws.done && shm_of(p.b).rings_out == 1; }));
+    }
+    std::atomic<int> senders_done{0}, send_errors{0};
+    std::vector<std::thread> senders;
+    for (int t = 0; t < kThreads; ++t) {
+        senders.emplace_back([&, t] {
+            const um_hint_t hint{};
+            for (int k = 0; k < kEach; ++k) {
+                const size_t i = static_cast<size_t>(t * kEach + k);
+                if (um_proto_send(p.b, cb, p.b_to_a, 0, t, &hint, data[i].data(), data[i].size(), 0,
+                                  &sends[i].send, &sends[i]) != UM_PROTO_OK) {
+                    send_errors.fetch_add(1);
+                }
+            }
+            senders_done.fetch_add(1);
+        });
+    }
+    auto all_done = [](const std::vector<Op> &ops) {
+        return std::all_of(ops.begin(), ops.end(), [](const Op &o) { return o.done; });
+    };
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while ((senders_done.load() < kThreads || !all_done(recvs)) && std::chrono::steady_clock::now() < end) {
+        p.spin(4);
+    }
+    for (std::thread &s : senders) {
+        s.join();
+    }
+    REQUIRE(p.until([&] { return all_done(sends); })); // the last hand-backs
+    REQUIRE(send_errors.load() == 0);
+    int wrong = 0;
+    for (size_t i = 0; i < recvs.size(); ++i) {
+        const Op &r = recvs[i];
+        wrong += (!r.done || r.status != UM_PROTO_OK || r.received != data[i].size() ||
+                  std::memcmp(bufs[i].data(), data[i].data(), data[i].size()) != 0 ||
+                  sends[i].status != UM_PROTO_OK) ? 1 : 0;
+    }
+    CHECK(wrong == 0);
+    CHECK(shm_of(p.b).pulls_sent > 0);
+    CHECK(shm_of(p.a).pulls_read == shm_of(p.b).pulls_sent);
+}

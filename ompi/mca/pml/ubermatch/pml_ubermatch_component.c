@@ -222,7 +222,7 @@ static int mca_pml_ubermatch_component_register(void)
                         "buffer: the receiver, "
                         "once matched, reads it with Linux CMA (process_vm_readv, checked when "
                         "the ring is mapped) and hands it back through the ring; off, or where "
-                        "CMA is not allowed, or under MPI_THREAD_MULTIPLE: UCX's rendezvous",
+                        "CMA is not allowed: UCX's rendezvous",
                         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, &cfg->shm_pull);
 
     cfg->hwloc = true;

@@ -366,7 +366,8 @@ public:
     int send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
              const void *data, size_t length, bool sync, SendOp *op, void *cookie);
     // MPI_THREAD_MULTIPLE: numbers op and pushes it to the peer's ring if it can.
-    bool push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data, size_t length, SendOp *op);
+    bool push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data, size_t length, SendOp *op,
+                     bool pull);
     // Single-threaded only: a send UCX finishes inside the call, or nothing.
     // Inline: with the glue's inline part, this is all of a small MPI_Send.
     bool send_now(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
@@ -426,7 +427,7 @@ private:
     int poll_rings() noexcept;
     bool ring_arrival(const shm::RecordHeader &r, const void *payload, shm::Receiver *ring) noexcept;
     // send.cc: a message the receiver reads from our memory; false: not now.
-    bool push_pull(Peer &peer, uint32_t &seq, SendOp *op, const void *data, size_t length);
+    bool push_pull(Peer &peer, SendOp *op, const void *data, size_t length);
     int reap_pulls() noexcept; // pulls the receivers have finished
     // Under the lock: a message whose fields are set goes to its communicator
     // (or waits for it). True when it was kept.
@@ -517,7 +518,7 @@ private:
     // (it carries what little it has then: larger and synchronous sends).
     int poll_rings_then_ucx() {
         int n = inbound_.empty() ? 0 : poll_rings();
-        if (UM_UNLIKELY(pulls_out_ != 0)) {
+        if (UM_UNLIKELY(pulls_out_.load(std::memory_order_relaxed) != 0)) {
             n += reap_pulls();
         }
         if (n == 0 || (++ring_rounds_ & 7) == 0) {
@@ -547,8 +548,8 @@ private:
     const size_t shm_bound_;    // shm_eager_limit: the most shm_limit_ may be
     const uint32_t ring_cells_; // of each ring this process makes
     const size_t shm_limit_;    // largest payload through a ring (shm::eager_limit); 0: no rings
-    const bool shm_pull_;       // rings carry pulls (single thread only; um_proto_config_t)
-    uint64_t pulls_out_ = 0;    // pulls sent, not yet handed back
+    const bool shm_pull_;       // rings carry pulls (um_proto_config_t)
+    std::atomic<uint64_t> pulls_out_{0}; // pulls sent, not yet handed back
     std::vector<std::unique_ptr<Peer>> peers_;               // never freed before the end: ids stay valid
     std::vector<std::unique_ptr<shm::Receiver>> inbound_; // rings other processes write to us
     bool polling_ = false;      // poll_rings is not re-entered from a delivery's callback

@@ -19,9 +19,9 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
                          static_cast<uint16_t>(sync ? kFlagSync : 0), 0,
                          reinterpret_cast<uint64_t>(op)};
     bool numbered = false; // push_shared took the message's number
-    const bool pull = shm_pull_ && (length >= kPullMin || length > shm_limit_); // never with threads
-    if (!sync && length <= shm_limit_ && thread_multiple_) {
-        if (push_shared(comm, peer, dst, data, length, op)) {
+    const bool pull = shm_pull_ && (length >= kPullMin || length > shm_limit_);
+    if (thread_multiple_ && (pull || (!sync && length <= shm_limit_))) {
+        if (push_shared(comm, peer, dst, data, length, op, pull)) {
             return UM_PROTO_OK;
         }
         numbered = true;
@@ -39,7 +39,9 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
         }
     } else if (pull) {
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
-        if (peer->pull && push_pull(*peer, seq, op, data, length)) {
+        op->hdr.seq = seq;
+        if (peer->pull && push_pull(*peer, op, data, length)) {
+            ++seq;
             return UM_PROTO_OK;
         }
         if (peer->shm == Peer::kWanted) {
@@ -74,19 +76,25 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     return UM_PROTO_OK;
 }
 
-// MPI_THREAD_MULTIPLE: a small message through the peer's ring, pushed under
-// the peer's ring lock (several threads may send to one peer). Its number is
-// taken inside the lock, so a ring's records are in order; one that then goes
-// through UCX (ring full, or not ready) keeps it, and the receiver holds
-// whichever of the two paths brings a later number first (arrival.cc).
+// MPI_THREAD_MULTIPLE: a small message (or, with `pull`, a pull) through the
+// peer's ring, pushed under the peer's ring lock (several threads may send to
+// one peer). Its number is taken inside the lock, so a ring's records are in
+// order; one that then goes through UCX (ring full, or not ready) keeps it, and
+// the receiver holds whichever of the two paths brings a later number first
+// (arrival.cc).
 bool Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data, size_t length,
-                           SendOp *op) {
+                           SendOp *op, bool pull) {
     bool first = false;
     {
         std::lock_guard<SpinLock> lock(peer->ring_lock);
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         op->hdr.seq = __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED);
-        if (peer->ring != nullptr && peer->ring->push(op->hdr, data, length)) {
+        if (pull && peer->pull) {
+            if (push_pull(*peer, op, data, length)) {
+                return true;
+            }
+        } else if (length <= shm_limit_ && !(op->hdr.flags & kFlagSync) && peer->ring != nullptr &&
+                   peer->ring->push(op->hdr, data, length)) {
             __atomic_fetch_add(&shm_counts_.sent, uint64_t{1}, __ATOMIC_RELAXED);
             send_event(op, UM_PROTO_OK);
             return true;
@@ -102,18 +110,21 @@ bool Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data
     return false;
 }
 
-// Single thread (shm_pull_): the receiver reads the message from `data` once
-// matched and hands op back through the ring's return slots (reap_pulls), which
-// is all that completes it, synchronous or not: it was matched.
-bool Protocol::push_pull(Peer &peer, uint32_t &seq, SendOp *op, const void *data, size_t length) {
-    op->hdr.seq = seq;
+// op, numbered, as a pull (with threads under the peer's ring lock): the
+// receiver reads the message from `data` once matched and hands op back
+// through the ring's return slots (reap_pulls), which is all that completes
+// it, synchronous or not: it was matched. With threads the hand-back may be
+// reaped as soon as the record is out, so op and the count are set first.
+bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length) {
+    const int pending = op->pending;
+    op->pending = 1;
+    pulls_out_.fetch_add(1, std::memory_order_relaxed);
     if (!peer.ring->push_pull(op->hdr, data, length, reinterpret_cast<uint64_t>(op))) {
+        pulls_out_.fetch_sub(1, std::memory_order_relaxed);
+        op->pending = pending;
         return false; // the ring or its return slots are full: UCX's rendezvous
     }
-    op->pending = 1;
-    ++seq;
-    ++pulls_out_;
-    ++shm_counts_.pulls_sent;
+    __atomic_fetch_add(&shm_counts_.pulls_sent, uint64_t{1}, __ATOMIC_RELAXED);
     return true;
 }
 
@@ -123,7 +134,7 @@ int Protocol::reap_pulls() noexcept {
         shm::Sender *ring = peer->offered.get(); // kept until the end, also once disconnected
         if (ring != nullptr && ring->pulls_out() != 0) {
             n += ring->reap([this](uint64_t sender, bool ok) {
-                --pulls_out_;
+                pulls_out_.fetch_sub(1, std::memory_order_relaxed);
                 send_event(reinterpret_cast<SendOp *>(sender), ok ? UM_PROTO_OK : UM_PROTO_ERROR);
             });
         }

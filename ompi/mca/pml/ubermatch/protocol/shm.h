@@ -194,7 +194,7 @@ public:
     // reap() hands `sender` back); false when the ring or the return slots
     // are full, or `sender` cannot be handed back in a slot.
     bool push_pull(const WireHeader &h, const void *data, size_t length, uint64_t sender) {
-        if (pulled_ - reaped_ == kReturns || (sender >> kLapShift) != 0 || (sender & 7) != 0) {
+        if (pulls_out() == kReturns || (sender >> kLapShift) != 0 || (sender & 7) != 0) {
             return false;
         }
         WireHeader pull = h;
@@ -203,20 +203,26 @@ public:
         if (!push(pull, &d, sizeof d)) {
             return false;
         }
-        ++pulled_;
+        pulled_.store(pulled_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
         return true;
     }
-    uint64_t pulls_out() const { return pulled_ - reaped_; }
+    // With threads, pushes (one writer at a time, under the peer's lock) and
+    // reap (one thread: the progress gate) run at once: each counter has one
+    // writer, and a stale read of the other only delays.
+    uint64_t pulls_out() const {
+        return pulled_.load(std::memory_order_acquire) - reaped_.load(std::memory_order_acquire);
+    }
     // Hands f(sender, ok) every pull the receiver has finished, in order.
     template <typename F>
     int reap(F &&f) {
         int n = 0;
-        while (reaped_ != pulled_) {
-            const uint64_t w = seg_->returns[reaped_ % kReturns].load(std::memory_order_acquire);
-            if ((w >> kLapShift) != ((reaped_ / kReturns + 1) & 0xffff)) {
+        const uint64_t pulled = pulled_.load(std::memory_order_acquire);
+        for (uint64_t r = reaped_.load(std::memory_order_relaxed); r != pulled; ++r) {
+            const uint64_t w = seg_->returns[r % kReturns].load(std::memory_order_acquire);
+            if ((w >> kLapShift) != ((r / kReturns + 1) & 0xffff)) {
                 break;
             }
-            ++reaped_;
+            reaped_.store(r + 1, std::memory_order_release); // the slot is read: it may be written again
             ++n;
             f(w & ((uint64_t{1} << kLapShift) - 8), (w & 1) == 0);
         }
@@ -238,8 +244,8 @@ private:
     std::unique_ptr<uint64_t[]> payload_;
     std::string name_;
     bool linked_ = false;
-    uint64_t pulled_ = 0; // pull records pushed
-    uint64_t reaped_ = 0; // of those, handed back
+    std::atomic<uint64_t> pulled_{0}; // pull records pushed
+    std::atomic<uint64_t> reaped_{0}; // of those, handed back
 };
 
 // The receiver's end.

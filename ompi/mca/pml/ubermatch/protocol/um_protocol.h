@@ -88,7 +88,7 @@ typedef struct um_proto_config {
     /* Messages from 12 KiB (and past the eager limit) to a peer whose ring is
      * up go as a record naming the sender's buffer, which the receiver reads
      * once matched (Linux CMA, checked when the ring is mapped); 0: UCX's
-     * rendezvous. Ignored with thread_multiple. */
+     * rendezvous. */
     int shm_pull;
 } um_proto_config_t;
 
