@@ -170,6 +170,92 @@ TEST_CASE("protocol: rendezvous from 32 KiB to a peer of the node with a single-
     }
 }
 
+namespace {
+
+// b's ring to a, up before b's sending threads start: its offer and the reply
+// need this thread's progress, which four sending threads on two cores can
+// starve until every message has gone through UCX (CI saw it).
+void ring_up_from_b(Pair &p, um_proto_comm_t *ca, um_proto_comm_t *cb, int32_t tag) {
+    Op ws, wr;
+    const auto wm = pattern(8, 99);
+    std::vector<unsigned char> wbuf(16);
+    REQUIRE(Pair::post_at(p.a, ca, 1, tag, wbuf.data(), wbuf.size(), wr) == UM_PROTO_OK);
+    const um_hint_t hint{};
+    REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, tag, &hint, wm.data(), wm.size(), 0, &ws.send, &ws) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return wr.done && ws.done && shm_of(p.b).rings_out == 1; }));
+}
+
+// `threads` threads of b (MPI_THREAD_MULTIPLE) send `each` messages to a at
+// once, thread t under tag t, message k of size(k); a's receives of each tag
+// are posted in order first, and this thread progresses both until every
+// receive and send is done. wrong(): messages not received whole, in their
+// thread's order, or sends that failed.
+class ThreadedSends {
+public:
+    template <typename Size>
+    ThreadedSends(Pair &p, um_proto_comm_t *ca, int threads, int each, Size size)
+        : p_(p), threads_(threads), each_(each), n_(static_cast<size_t>(threads * each)), sends_(n_), recvs_(n_),
+          data_(n_), bufs_(n_) {
+        for (int t = 0; t < threads; ++t) {
+            for (int k = 0; k < each; ++k) {
+                const size_t i = static_cast<size_t>(t * each + k);
+                data_[i] = pattern(size(k), static_cast<unsigned>(i));
+                bufs_[i].resize(data_[i].size() + 100);
+                REQUIRE(Pair::post_at(p.a, ca, 1, t, bufs_[i].data(), bufs_[i].size(), recvs_[i]) == UM_PROTO_OK);
+            }
+        }
+    }
+    void run(um_proto_comm_t *cb) {
+        std::atomic<int> senders_done{0};
+        std::vector<std::thread> senders;
+        for (int t = 0; t < threads_; ++t) {
+            senders.emplace_back([&, t] {
+                const um_hint_t hint{};
+                for (int k = 0; k < each_; ++k) {
+                    const size_t i = static_cast<size_t>(t * each_ + k);
+                    if (um_proto_send(p_.b, cb, p_.b_to_a, 0, t, &hint, data_[i].data(), data_[i].size(), 0,
+                                      &sends_[i].send, &sends_[i]) != UM_PROTO_OK) {
+                        send_errors_.fetch_add(1);
+                    }
+                }
+                senders_done.fetch_add(1);
+            });
+        }
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while ((senders_done.load() < threads_ || !all_done(recvs_)) && std::chrono::steady_clock::now() < end) {
+            p_.spin(4);
+        }
+        for (std::thread &s : senders) {
+            s.join();
+        }
+        REQUIRE(p_.until([&] { return all_done(sends_); })); // the last hand-backs of pulls
+        REQUIRE(send_errors_.load() == 0);
+    }
+    int wrong() const {
+        int n = 0;
+        for (size_t i = 0; i < n_; ++i) {
+            const Op &r = recvs_[i];
+            n += (!r.done || r.status != UM_PROTO_OK || r.received != data_[i].size() ||
+                  std::memcmp(bufs_[i].data(), data_[i].data(), data_[i].size()) != 0 ||
+                  sends_[i].status != UM_PROTO_OK) ? 1 : 0;
+        }
+        return n;
+    }
+
+private:
+    static bool all_done(const std::vector<Op> &ops) {
+        return std::all_of(ops.begin(), ops.end(), [](const Op &o) { return o.done; });
+    }
+    Pair &p_;
+    const int threads_, each_;
+    const size_t n_;
+    std::vector<Op> sends_, recvs_;
+    std::vector<std::vector<unsigned char>> data_, bufs_;
+    std::atomic<int> send_errors_{0};
+};
+
+} // namespace
+
 TEST_CASE("protocol: with threads the ring carries small messages both ways, each thread's order kept",
           "[protocol][shm][threads]") {
     Pair p(0, 1024, true); // b: MPI_THREAD_MULTIPLE
@@ -183,68 +269,13 @@ TEST_CASE("protocol: with threads the ring carries small messages both ways, eac
     // own tag (every fifth beyond the ring's limit, so both paths interleave),
     // while this thread progresses both; a's receives of a tag, posted in
     // order, must get that thread's messages in order.
-    constexpr int kThreads = 4, kEach = 1500;
     um_proto_comm_t *ca = p.comm(p.a, 6);
     um_proto_comm_t *cb = p.comm(p.b, 6);
-    std::vector<Op> sends(kThreads * kEach), recvs(kThreads * kEach);
-    std::vector<std::vector<unsigned char>> data(kThreads * kEach), bufs(kThreads * kEach);
-    for (int t = 0; t < kThreads; ++t) {
-        for (int k = 0; k < kEach; ++k) {
-            const size_t i = static_cast<size_t>(t * kEach + k);
-            data[i] = pattern(k % 5 == 4 ? 1100 : static_cast<size_t>(8 + k % 200), static_cast<unsigned>(i));
-            bufs[i].resize(1200);
-            REQUIRE(Pair::post_at(p.a, ca, 1, t, bufs[i].data(), bufs[i].size(), recvs[i]) == UM_PROTO_OK);
-        }
-    }
-    // b's ring to a first: its offer and the reply need this thread's
-    // progress, which four sending threads on two cores can starve until
-    // every message has gone through UCX (CI saw it).
-    {
-        Op ws, wr;
-        const auto wm = pattern(8, 99);
-        std::vector<unsigned char> wbuf(16);
-        REQUIRE(Pair::post_at(p.a, ca, 1, kThreads, wbuf.data(), wbuf.size(), wr) == UM_PROTO_OK);
-        const um_hint_t hint{};
-        REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, kThreads, &hint, wm.data(), wm.size(), 0, &ws.send, &ws) ==
-                UM_PROTO_OK);
-        REQUIRE(p.until([&] { return wr.done && ws.done && shm_of(p.b).rings_out == 1; }));
-    }
+    ThreadedSends t(p, ca, 4, 1500, [](int k) { return k % 5 == 4 ? size_t{1100} : static_cast<size_t>(8 + k % 200); });
+    ring_up_from_b(p, ca, cb, 4);
     const uint64_t ring_before = shm_of(p.b).sent;
-    std::atomic<int> senders_done{0}, send_errors{0};
-    std::vector<std::thread> senders;
-    for (int t = 0; t < kThreads; ++t) {
-        senders.emplace_back([&, t] {
-            const um_hint_t hint{};
-            for (int k = 0; k < kEach; ++k) {
-                const size_t i = static_cast<size_t>(t * kEach + k);
-                if (um_proto_send(p.b, cb, p.b_to_a, 0, t, &hint, data[i].data(), data[i].size(), 0,
-                                  &sends[i].send, &sends[i]) != UM_PROTO_OK) {
-                    send_errors.fetch_add(1);
-                }
-            }
-            senders_done.fetch_add(1);
-        });
-    }
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while ((senders_done.load() < kThreads || g_recvs_done.load() < kThreads * kEach) &&
-           std::chrono::steady_clock::now() < end) {
-        g_recvs_done.store(0);
-        for (const Op &r : recvs) {
-            g_recvs_done.fetch_add(r.done ? 1 : 0);
-        }
-        p.spin(4);
-    }
-    for (std::thread &s : senders) {
-        s.join();
-    }
-    REQUIRE(send_errors.load() == 0);
-    int wrong = 0;
-    for (size_t i = 0; i < recvs.size(); ++i) {
-        const Op &r = recvs[i];
-        wrong += (!r.done || r.status != UM_PROTO_OK || r.received != data[i].size() ||
-                  std::memcmp(bufs[i].data(), data[i].data(), data[i].size()) != 0) ? 1 : 0;
-    }
-    CHECK(wrong == 0);
+    t.run(cb);
+    CHECK(t.wrong() == 0);
     CHECK(shm_of(p.b).rings_out == 1);
     CHECK(shm_of(p.b).sent > ring_before);
     CHECK(shm_of(p.a).received == shm_of(p.b).sent);
@@ -276,16 +307,24 @@ void ring_up(Pair &p, um_proto_comm_t *ca, um_proto_comm_t *cb) {
     REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.a).rings_out == 1; }));
 }
 
+// Two cores that pull (pair.h), communicator cid on both, a's ring to b up.
+struct PullPair : Pair {
+    explicit PullPair(uint32_t cid) : Pair(0, 1024, false, 0, true), ca(comm(a, cid)), cb(comm(b, cid)) {
+        ring_up(*this, ca, cb);
+    }
+    um_proto_comm_t *ca;
+    um_proto_comm_t *cb;
+};
+
 } // namespace
 
-// From 32 KiB, with the ring up, b reads a's buffer itself once a receive
-// matches (the two cores are one process here: CMA on itself is allowed).
+// Past the ring's limit (1024 here), with the ring up, b reads a's buffer itself
+// once a receive matches (the two cores are one process here: CMA on itself is
+// allowed).
 TEST_CASE("protocol: single-copy pulls: unexpected, posted, probed, truncated, unpacked, synchronous",
           "[protocol][shm][pull]") {
-    Pair p(0, 1024, false, 0, true);
-    um_proto_comm_t *ca = p.comm(p.a, 11);
-    um_proto_comm_t *cb = p.comm(p.b, 11);
-    ring_up(p, ca, cb);
+    PullPair p(11);
+    um_proto_comm_t *const ca = p.ca, *const cb = p.cb;
     const size_t n = 40000;
     const auto m = pattern(n, 11);
     {
@@ -359,10 +398,8 @@ TEST_CASE("protocol: single-copy pulls: unexpected, posted, probed, truncated, u
 // reused lap after lap.
 TEST_CASE("protocol: pulls beyond the return slots go by UCX, in order, and the slots wrap",
           "[protocol][shm][pull]") {
-    Pair p(0, 1024, false, 0, true);
-    um_proto_comm_t *ca = p.comm(p.a, 13);
-    um_proto_comm_t *cb = p.comm(p.b, 13);
-    ring_up(p, ca, cb);
+    PullPair p(13);
+    um_proto_comm_t *const ca = p.ca, *const cb = p.cb;
     const int n = 300;
     std::vector<std::vector<unsigned char>> data;
     for (int i = 0; i < n; ++i) {
@@ -398,10 +435,7 @@ TEST_CASE("protocol: pulls beyond the return slots go by UCX, in order, and the 
 // send completes instead of waiting for ever.
 TEST_CASE("protocol: a pull never received is handed back when its communicator is freed",
           "[protocol][shm][pull]") {
-    Pair p(0, 1024, false, 0, true);
-    um_proto_comm_t *ca = p.comm(p.a, 14);
-    um_proto_comm_t *cb = p.comm(p.b, 14);
-    ring_up(p, ca, cb);
+    PullPair p(14);
     um_proto_comm_t *gone = nullptr;
     char err[256];
     REQUIRE(um_proto_comm_create(p.b, 15, 1, 2, nullptr, &gone, err, sizeof err) == UM_PROTO_OK);
@@ -455,65 +489,14 @@ TEST_CASE("protocol: pulls from 12 KiB, and past the ring's eager limit", "[prot
 TEST_CASE("protocol: with threads, pulls and small messages from four threads keep each thread's order",
           "[protocol][shm][pull][threads]") {
     Pair p(0, 1024, true, 0, true); // b: MPI_THREAD_MULTIPLE
-    constexpr int kThreads = 4, kEach = 300;
     um_proto_comm_t *ca = p.comm(p.a, 17);
     um_proto_comm_t *cb = p.comm(p.b, 17);
-    std::vector<Op> sends(kThreads * kEach), recvs(kThreads * kEach);
-    std::vector<std::vector<unsigned char>> data(kThreads * kEach), bufs(kThreads * kEach);
-    for (int t = 0; t < kThreads; ++t) {
-        for (int k = 0; k < kEach; ++k) {
-            const size_t i = static_cast<size_t>(t * kEach + k);
-            data[i] = pattern(k % 3 == 2 ? 13000 + static_cast<size_t>(k) : 8 + static_cast<size_t>(k % 100),
-                              static_cast<unsigned>(i));
-            bufs[i].resize(14000);
-            REQUIRE(Pair::post_at(p.a, ca, 1, t, bufs[i].data(), bufs[i].size(), recvs[i]) == UM_PROTO_OK);
-        }
-    }
-    { // b's ring to a first (see the test above: sending threads starve this one)
-        Op ws, wr;
-        const auto wm = pattern(8, 99);
-        std::vector<unsigned char> wbuf(16);
-        REQUIRE(Pair::post_at(p.a, ca, 1, kThreads, wbuf.data(), wbuf.size(), wr) == UM_PROTO_OK);
-        const um_hint_t hint{};
-        REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, kThreads, &hint, wm.data(), wm.size(), 0, &ws.send, &ws) ==
-                UM_PROTO_OK);
-        REQUIRE(p.until([&] { return wr.done && ws.done && shm_of(p.b).rings_out == 1; }));
-    }
-    std::atomic<int> senders_done{0}, send_errors{0};
-    std::vector<std::thread> senders;
-    for (int t = 0; t < kThreads; ++t) {
-        senders.emplace_back([&, t] {
-            const um_hint_t hint{};
-            for (int k = 0; k < kEach; ++k) {
-                const size_t i = static_cast<size_t>(t * kEach + k);
-                if (um_proto_send(p.b, cb, p.b_to_a, 0, t, &hint, data[i].data(), data[i].size(), 0,
-                                  &sends[i].send, &sends[i]) != UM_PROTO_OK) {
-                    send_errors.fetch_add(1);
-                }
-            }
-            senders_done.fetch_add(1);
-        });
-    }
-    auto all_done = [](const std::vector<Op> &ops) {
-        return std::all_of(ops.begin(), ops.end(), [](const Op &o) { return o.done; });
-    };
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while ((senders_done.load() < kThreads || !all_done(recvs)) && std::chrono::steady_clock::now() < end) {
-        p.spin(4);
-    }
-    for (std::thread &s : senders) {
-        s.join();
-    }
-    REQUIRE(p.until([&] { return all_done(sends); })); // the last hand-backs
-    REQUIRE(send_errors.load() == 0);
-    int wrong = 0;
-    for (size_t i = 0; i < recvs.size(); ++i) {
-        const Op &r = recvs[i];
-        wrong += (!r.done || r.status != UM_PROTO_OK || r.received != data[i].size() ||
-                  std::memcmp(bufs[i].data(), data[i].data(), data[i].size()) != 0 ||
-                  sends[i].status != UM_PROTO_OK) ? 1 : 0;
-    }
-    CHECK(wrong == 0);
+    ThreadedSends t(p, ca, 4, 300, [](int k) {
+        return k % 3 == 2 ? 13000 + static_cast<size_t>(k) : 8 + static_cast<size_t>(k % 100);
+    });
+    ring_up_from_b(p, ca, cb, 4);
+    t.run(cb);
+    CHECK(t.wrong() == 0);
     CHECK(shm_of(p.b).pulls_sent > 0);
     CHECK(shm_of(p.a).pulls_read == shm_of(p.b).pulls_sent);
 }
