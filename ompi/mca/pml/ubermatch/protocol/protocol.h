@@ -226,7 +226,7 @@ struct Peer {
     uint32_t id;       // index in Protocol::peers_
     Shm shm;
     bool single_copy_rndv = false; // messages from kLocalRndv go by rendezvous (set at connect)
-    bool pull = false; // with the ring: the receiver reads messages from kLocalRndv from our memory
+    bool pull = false; // with the ring: the receiver reads messages from kPullMin (and past the ring's limit) from our memory
     std::unique_ptr<shm::Sender> offered; // made, offered, not yet answered
     // With MPI_THREAD_MULTIPLE: ring, shm and offered, and the ring's sender
     // end (one writer at a time), are under this lock.
