@@ -219,10 +219,9 @@ static int mca_pml_ubermatch_component_register(void)
     (void) register_var("shm_pull",
                         "Messages from 12 KiB (and past the eager limit) to a process of the "
                         "same node whose ring is up go as a one-cell record naming the sender's "
-                        "buffer: the receiver, "
-                        "once matched, reads it with Linux CMA (process_vm_readv, checked when "
-                        "the ring is mapped) and hands it back through the ring; off, or where "
-                        "CMA is not allowed: UCX's rendezvous",
+                        "buffer: the receiver, once matched, reads it with Linux CMA "
+                        "(process_vm_readv, checked when the ring is mapped) and hands it back "
+                        "through the ring; off, or where CMA is not allowed: UCX's rendezvous",
                         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, &cfg->shm_pull);
 
     cfg->hwloc = true;

@@ -262,10 +262,7 @@ void Protocol::release_data(Message *msg) {
     } else if (msg->pull) {
         // Never received (its communicator went, or no memory to hold it): the
         // sender's buffer is free all the same.
-        PullRef ref;
-        std::memcpy(&ref, msg->data, sizeof ref);
-        ref.ring->give_back(ref.sender, true);
-        msg->pull = false;
+        PullRef::hand_back(*msg, true);
     } else if (msg->on_heap()) {
         std::free(msg->data);
     }

@@ -155,8 +155,7 @@ void Protocol::deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept {
 // unpacks each message from its start). The sender gets its buffer back in
 // every case; a failed read (the sender's memory gone) fails both.
 void Protocol::deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept {
-    PullRef ref;
-    std::memcpy(&ref, msg->data, sizeof ref);
+    const PullRef ref = PullRef::of(*msg);
     const size_t n = std::min(msg->length, recv->capacity);
     int status = UM_PROTO_OK;
     if (recv->buffer != nullptr) {
@@ -171,12 +170,11 @@ void Protocol::deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept {
         } else if (!ref.ring->read(scratch, ref.address, n)) {
             status = UM_PROTO_ERROR;
         } else {
-            cb_.recv_unpack(recv->cookie, scratch, n);
+            copy_out(recv, scratch, n);
         }
         std::free(scratch);
     }
-    ref.ring->give_back(ref.sender, status != UM_PROTO_ERROR);
-    msg->pull = false;
+    PullRef::hand_back(*msg, status != UM_PROTO_ERROR);
     finish_and_free(recv, msg, status);
 }
 

@@ -76,6 +76,19 @@ struct PullRef {
     uint64_t address;
     uint64_t sender;
     shm::Receiver *ring;
+
+    static PullRef of(const Message &msg) {
+        PullRef ref;
+        std::memcpy(&ref, msg.data, sizeof ref);
+        return ref;
+    }
+    // The sender may reuse its buffer (ok: the read did not fail); msg holds
+    // no pull any more.
+    static void hand_back(Message &msg, bool ok) {
+        const PullRef ref = of(msg);
+        ref.ring->give_back(ref.sender, ok);
+        msg.pull = false;
+    }
 };
 
 // Messages are reused: an arrival that matches at once then costs no
@@ -378,7 +391,7 @@ public:
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         // UCX copies the header before an immediate completion: the stack will do.
         const WireHeader hdr{comm->cid, comm->local_rank, tag, seq, hint.coll, 0, 0, 0};
-        if (length <= shm_limit_ && !(UM_UNLIKELY(length >= kPullMin) && peer->pull)) {
+        if (length <= shm_limit_ && !(UM_UNLIKELY(pull_size(length)) && peer->pull)) {
             if (UM_LIKELY(peer->ring != nullptr) && peer->ring->push(hdr, data, length)) {
                 ++seq;
                 ++shm_counts_.sent;
@@ -388,7 +401,7 @@ public:
                 offer(*peer);
             }
         }
-        if (UM_UNLIKELY(length >= kPullMin || length > shm_limit_) &&
+        if (UM_UNLIKELY(pull_size(length)) &&
             (peer->pull || (length >= kLocalRndv && peer->single_copy_rndv))) {
             return false; // send() pulls or asks for the rendezvous
         }
@@ -429,6 +442,8 @@ private:
     // send.cc: a message the receiver reads from our memory; false: not now.
     bool push_pull(Peer &peer, SendOp *op, const void *data, size_t length);
     int reap_pulls() noexcept; // pulls the receivers have finished
+    // Sizes that go as pulls to a peer that takes them (kPullMin).
+    bool pull_size(size_t length) const { return length >= kPullMin || length > shm_limit_; }
     // Under the lock: a message whose fields are set goes to its communicator
     // (or waits for it). True when it was kept.
     bool route(Message *msg, Actions &actions, bool ucx_owns);

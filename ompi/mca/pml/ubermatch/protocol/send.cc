@@ -19,7 +19,7 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
                          static_cast<uint16_t>(sync ? kFlagSync : 0), 0,
                          reinterpret_cast<uint64_t>(op)};
     bool numbered = false; // push_shared took the message's number
-    const bool pull = shm_pull_ && (length >= kPullMin || length > shm_limit_);
+    const bool pull = shm_pull_ && pull_size(length);
     if (thread_multiple_ && (pull || (!sync && length <= shm_limit_))) {
         if (push_shared(comm, peer, dst, data, length, op, pull)) {
             return UM_PROTO_OK;
