@@ -126,23 +126,10 @@ template <bool Posted>
 Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected, PeerQueue *fifo) {
     if (!indexed_) {
         list_.remove(e);
+    } else if (Posted && e->block != nullptr) {
+        accounted([&] { unplace(e, fifo); }); // a block may be freed
     } else {
-        accounted([&] {
-            if constexpr (Posted) {
-                if (e->block != nullptr) {
-                    blocks_.remove(static_cast<Block *>(e->block), e->slot);
-                }
-            } else {
-                arrivals_.remove(e);
-            }
-            if (keyed(e->source, e->tag)) {
-                keys_.remove(fifo != nullptr ? *fifo : *keys_.find(e->source, e->tag), static_cast<Entry *>(e));
-                count_wild(e, -1);
-            }
-            if constexpr (!Posted) {
-                take_message_out(e);
-            }
-        });
+        unplace(e, fifo); // the key tables never shrink: nothing to account
     }
     --size_;
     void *handle = e->handle;
@@ -154,6 +141,24 @@ Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected, PeerQueue *fifo)
         reindex_at_ = sh_.index_at;
     }
     return {handle, inspected};
+}
+
+template <bool Posted>
+void AutoQueue<Posted>::unplace(AutoEntry *e, PeerQueue *fifo) {
+    if constexpr (Posted) {
+        if (e->block != nullptr) {
+            blocks_.remove(static_cast<Block *>(e->block), e->slot);
+        }
+    } else {
+        arrivals_.remove(e);
+    }
+    if (keyed(e->source, e->tag)) {
+        keys_.remove(fifo != nullptr ? *fifo : *keys_.find(e->source, e->tag), static_cast<Entry *>(e));
+        count_wild(e, -1);
+    }
+    if constexpr (!Posted) {
+        take_message_out(e);
+    }
 }
 
 template <bool Posted>
@@ -182,6 +187,10 @@ void AutoQueue<Posted>::push(int32_t source, int32_t tag, void *handle, uint64_t
     ++size_;
     if (!indexed_) {
         list_.push_back(e);
+        return;
+    }
+    if (!index_grows(e)) { // the common case: no table grows, no block is needed
+        place(e);
         return;
     }
     size_t more = (Posted ? sizeof(Block) : 0) + keys_.bytes_after_insert() - keys_.bytes();

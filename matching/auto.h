@@ -279,6 +279,16 @@ private:
     // e's FIFO in keys_ when the caller found it (nullptr: looked up).
     Found take(AutoEntry *e, uint32_t inspected, PeerQueue *fifo = nullptr);
     void place(AutoEntry *e); // into the index
+    void unplace(AutoEntry *e, PeerQueue *fifo); // out of the index (fifo: as take's)
+    // Whether placing e could add index bytes: a key table that grows, or a
+    // receive that goes to the blocks. Otherwise the bytes stay as they are, so
+    // push() skips the memory bound and its account.
+    bool index_grows(const AutoEntry *e) const {
+        if (!keyed(e->source, e->tag) || keys_.needs_growth()) {
+            return true;
+        }
+        return !Posted && wild_index_ && (by_tag_.needs_growth() || by_src_.needs_growth());
+    }
     Hit<Block> scan(int32_t source, int32_t tag, uint64_t before, uint32_t &inspected) const; // posted
     // A list whose search had to compare index_at elements is indexed: a deep
     // queue whose matches sit at its head (a window of receives of one key)

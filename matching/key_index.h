@@ -24,6 +24,8 @@ public:
     size_t bytes_after_insert() const {
         return needs_growth() ? grown_capacity() * sizeof(Slot) : bytes();
     }
+    // Whether adding one more key would grow the table (and so its bytes).
+    bool needs_growth() const { return (count_ + 1) * 2 > slots_.size(); }
     // Bytes a table of `keys` keys holds at most.
     static size_t bytes_for(size_t keys) { return capacity_for(keys) * sizeof(Slot); }
     size_t bytes() const { return slots_.size() * sizeof(Slot); }
@@ -123,7 +125,6 @@ private:
     size_t home(uint64_t k) const {
         return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;
     }
-    bool needs_growth() const { return (count_ + 1) * 2 > slots_.size(); }
     size_t grown_capacity() const { return slots_.empty() ? kMinCapacity : slots_.size() * 2; }
     static size_t capacity_for(size_t keys) {
         size_t c = kMinCapacity;
