@@ -599,7 +599,7 @@ int mca_pml_ubermatch_irecv(void *buf, size_t count, ompi_datatype_t *datatype, 
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     *request = &req->ompi;
-    rc = mca_pml_ubermatch_request_start(req);
+    rc = mca_pml_ubermatch_recv_start(req, src, tag);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         mca_pml_ubermatch_request_release(req);
         *request = MPI_REQUEST_NULL;
