@@ -199,7 +199,7 @@ ucs_status_t Protocol::am_shm_reply_cb(void *arg, const void *header, size_t hea
         if (r.ok == 1) {
             peer.ring = peer.offered.get();
             peer.shm = Peer::kReady;
-            peer.pull = self->shm_pull_ && r.pull == 1;
+            peer.pull = self->shm_pull_ && r.pull == 1 && self->watch_pulls(*peer.ring);
             ++self->shm_counts_.rings_out;
         } else {
             peer.offered->unlink();

@@ -442,6 +442,10 @@ private:
     // send.cc: a message the receiver reads from our memory; false: not now.
     bool push_pull(Peer &peer, SendOp *op, const void *data, size_t length);
     int reap_pulls() noexcept; // pulls the receivers have finished
+    // A ring whose receiver pulls from now on; false: no memory to watch it
+    // (then the peer does without pulls). From progress: with threads inside its
+    // gate, as reap_pulls; or while the endpoints close at the end.
+    bool watch_pulls(shm::Sender &ring) noexcept;
     // Sizes that go as pulls to a peer that takes them (kPullMin).
     bool pull_size(size_t length) const { return length >= kPullMin || length > shm_limit_; }
     // Under the lock: a message whose fields are set goes to its communicator
@@ -565,6 +569,7 @@ private:
     const size_t shm_limit_;    // largest payload through a ring (shm::eager_limit); 0: no rings
     const bool shm_pull_;       // rings carry pulls (um_proto_config_t)
     std::atomic<uint64_t> pulls_out_{0}; // pulls sent, not yet handed back
+    std::vector<shm::Sender *> pull_rings_; // the rings reap_pulls polls (owned by their Peer, kept to the end)
     std::vector<std::unique_ptr<Peer>> peers_;               // never freed before the end: ids stay valid
     std::vector<std::unique_ptr<shm::Receiver>> inbound_; // rings other processes write to us
     bool polling_ = false;      // poll_rings is not re-entered from a delivery's callback

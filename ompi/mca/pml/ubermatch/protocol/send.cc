@@ -3,6 +3,7 @@
 #include "ompi/mca/pml/ubermatch/protocol/protocol.h"
 
 #include <cstring>
+#include <new>
 
 namespace ubermatch::protocol {
 
@@ -128,11 +129,21 @@ bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length
     return true;
 }
 
+bool Protocol::watch_pulls(shm::Sender &ring) noexcept {
+    try {
+        pull_rings_.push_back(&ring);
+        return true;
+    } catch (const std::bad_alloc &) {
+        return false; // no pulls through this ring: UCX's rendezvous
+    }
+}
+
+// Only the rings that carry pulls, not every peer: a large job has thousands
+// of peers, a node a few dozen.
 int Protocol::reap_pulls() noexcept {
     int n = 0;
-    for (auto &peer : peers_) {
-        shm::Sender *ring = peer->offered.get(); // kept until the end, also once disconnected
-        if (ring != nullptr && ring->pulls_out() != 0) {
+    for (shm::Sender *ring : pull_rings_) {
+        if (ring->pulls_out() != 0) {
             n += ring->reap([this](uint64_t sender, bool ok) {
                 pulls_out_.fetch_sub(1, std::memory_order_relaxed);
                 send_event(reinterpret_cast<SendOp *>(sender), ok ? UM_PROTO_OK : UM_PROTO_ERROR);
