@@ -2,7 +2,10 @@
 // it, for the `auto` backend; a key may hold one wildcard (UM_ANY_SOURCE or
 // UM_ANY_TAG), never both (that is the empty slot's key). Open addressing with linear probing, at
 // most half full; a key leaves when its FIFO empties (backward-shift
-// deletion: no tombstones, so probes stay short however long the run).
+// deletion: no tombstones, so probes stay short however long the run), except
+// the last key emptied, which waits, empty and invisible to find(), until
+// another key empties: a queue that keeps going from one element to none and
+// back (a receive and its message at a time) then neither erases nor re-inserts.
 //
 // Every element of one key matches the same searches, so a search takes the
 // head of its key's FIFO: one probe instead of a walk over other keys.
@@ -29,7 +32,7 @@ public:
     // Bytes a table of `keys` keys holds at most.
     static size_t bytes_for(size_t keys) { return capacity_for(keys) * sizeof(Slot); }
     size_t bytes() const { return slots_.size() * sizeof(Slot); }
-    size_t keys() const { return count_; }
+    size_t keys() const { return count_ - (idle_ != kNone ? 1 : 0); }
 
     Fifo *find(int32_t source, int32_t tag) {
         if (count_ == 0) {
@@ -38,7 +41,7 @@ public:
         const uint64_t k = pack_key(source, tag);
         for (size_t i = home(k);; i = (i + 1) & mask_) {
             if (slots_[i].key == k) {
-                return &slots_[i].fifo;
+                return i != idle_ ? &slots_[i].fifo : nullptr;
             }
             if (slots_[i].key == kEmpty) {
                 return nullptr;
@@ -60,6 +63,8 @@ public:
             slots_[i].key = k;
             slots_[i].fifo = Fifo{};
             ++count_;
+        } else if (i == idle_) {
+            idle_ = kNone; // the waiting key is in use again
         }
         return slots_[i].fifo;
     }
@@ -71,7 +76,13 @@ public:
     void remove(Fifo &f, E *e) {
         f.remove(e);
         if (f.empty()) {
-            erase_at(static_cast<size_t>(reinterpret_cast<Slot *>(&f) - slots_.data()));
+            size_t i = static_cast<size_t>(reinterpret_cast<Slot *>(&f) - slots_.data());
+            if (idle_ != kNone) { // one key waits at most: the earlier one leaves
+                const uint64_t k = slots_[i].key;
+                erase_at(idle_); // may shift slot i back along its probe run
+                i = slot_of(k);
+            }
+            idle_ = i;
         }
     }
     template <class E>
@@ -79,6 +90,23 @@ public:
         remove(*find(source, tag), e);
     }
 
+    void clear() {
+        std::vector<Slot>().swap(slots_);
+        mask_ = 0;
+        count_ = 0;
+        idle_ = kNone;
+    }
+
+    template <typename F>
+    void for_each(F &&f) const {
+        for (size_t i = 0; i < slots_.size(); ++i) {
+            if (slots_[i].key != kEmpty && i != idle_) {
+                f(slots_[i].fifo);
+            }
+        }
+    }
+
+private:
     // Drops the key in slot i (its FIFO empty).
     void erase_at(size_t i) {
         // Backward shift: pull later members of the probe run into the hole,
@@ -95,22 +123,15 @@ public:
         --count_;
     }
 
-    void clear() {
-        std::vector<Slot>().swap(slots_);
-        mask_ = 0;
-        count_ = 0;
-    }
-
-    template <typename F>
-    void for_each(F &&f) const {
-        for (const Slot &s : slots_) {
-            if (s.key != kEmpty) {
-                f(s.fifo);
-            }
+    // The slot of key k, which is in the table.
+    size_t slot_of(uint64_t k) const {
+        size_t i = home(k);
+        while (slots_[i].key != k) {
+            i = (i + 1) & mask_;
         }
+        return i;
     }
 
-private:
     // The FIFO first: a FIFO's address is its slot's (remove()).
     struct Slot {
         Fifo fifo;
@@ -119,6 +140,7 @@ private:
     static_assert(std::is_standard_layout_v<Slot>, "a Slot is reached from its FIFO's address");
     // No exact key has source 0xFFFFFFFF (UM_ANY_SOURCE).
     static constexpr uint64_t kEmpty = ~uint64_t{0};
+    static constexpr size_t kNone = ~size_t{0};
     static constexpr size_t kMinCapacity = 16;
 
     // Fibonacci hashing: the high bits of the product, spread over the table.
@@ -139,8 +161,14 @@ private:
         old.swap(slots_);
         mask_ = capacity - 1;
         shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(capacity));
-        for (const Slot &s : old) {
-            if (s.key == kEmpty) {
+        const size_t idle = idle_;
+        if (idle != kNone) { // the waiting key does not move: it leaves
+            idle_ = kNone;
+            --count_;
+        }
+        for (size_t j = 0; j < old.size(); ++j) {
+            const Slot &s = old[j];
+            if (s.key == kEmpty || j == idle) {
                 continue;
             }
             size_t i = home(s.key);
@@ -154,7 +182,8 @@ private:
     std::vector<Slot> slots_;
     size_t mask_ = 0;
     unsigned shift_ = 64;
-    size_t count_ = 0;
+    size_t count_ = 0;     // keys in the table, the waiting one included
+    size_t idle_ = kNone;  // the slot of the key that waits with an empty FIFO
 };
 
 using KeyIndex = BasicKeyIndex<PeerQueue>;

@@ -16,6 +16,7 @@ test_engine_unit_tests_SOURCES = \
 	test/engine/simd_tests.cc \
 	test/engine/timers_tests.cc \
 	test/engine/auto_tests.cc \
+	test/engine/key_index_tests.cc \
 	test/engine/relaxed_tests.cc \
 	test/engine/trace_tests.cc
 test_engine_unit_tests_LDADD = $(UM_ENGINE_TEST_LIBS)
