@@ -569,6 +569,7 @@ private:
     const size_t shm_limit_;    // largest payload through a ring (shm::eager_limit); 0: no rings
     const bool shm_pull_;       // rings carry pulls (um_proto_config_t)
     std::atomic<uint64_t> pulls_out_{0}; // pulls sent, not yet handed back
+    std::vector<shm::Sender *> pull_rings_; // the rings reap_pulls polls (owned by their Peer, kept to the end)
     std::vector<std::unique_ptr<Peer>> peers_;               // never freed before the end: ids stay valid
     std::vector<std::unique_ptr<shm::Receiver>> inbound_; // rings other processes write to us
     bool polling_ = false;      // poll_rings is not re-entered from a delivery's callback
@@ -587,10 +588,6 @@ private:
     uint64_t lost_ = 0;    // payloads that could not be kept (their receives fail)
     uint64_t dropped_ = 0; // arrivals with no memory left even for their descriptor
     MessagePool messages_; // under pool_lock_
-    // The rings reap_pulls polls (owned by their Peer, kept to the end). Last:
-    // placed after pulls_out_, it moved the hot members behind it and cost
-    // 6% of the depth-0 message rate.
-    std::vector<shm::Sender *> pull_rings_;
 };
 
 } // namespace ubermatch::protocol
