@@ -6,27 +6,32 @@ NoSourceEngine::NoSourceEngine(int32_t comm_size, bool no_unexpected)
     : Engine(comm_size), posted_any_(static_cast<size_t>(comm_size)),
       arrivals_(static_cast<size_t>(comm_size)), no_unexpected_(no_unexpected) {}
 
-Entry *NoSourceEngine::message_for(int32_t source, int32_t tag, uint32_t &inspected) {
+Entry *NoSourceEngine::message_for(int32_t source, int32_t tag, uint32_t &inspected, PeerQueue *&fifo) {
+    fifo = nullptr;
     if (tag == UM_ANY_TAG) {
         Entry *e = arrivals_[static_cast<size_t>(source)].front();
         inspected += e != nullptr ? 1 : 0;
         return e;
     }
-    PeerQueue *q = unexpected_.find(source, tag);
-    if (q == nullptr) {
+    fifo = unexpected_.find(source, tag);
+    if (fifo == nullptr) {
         return nullptr;
     }
     ++inspected;
-    return q->front();
+    return fifo->front();
 }
 
-Found NoSourceEngine::take_message(Entry *e, uint32_t inspected) {
+Found NoSourceEngine::take_message(Entry *e, uint32_t inspected, PeerQueue *fifo) {
     const int32_t source = e->source;
     const int32_t tag = e->tag;
     if (tag >= 0) {
         arrivals_[static_cast<size_t>(source)].remove(e);
     }
-    unexpected_.remove(source, tag, e);
+    if (fifo != nullptr) {
+        unexpected_.remove(*fifo, e);
+    } else {
+        unexpected_.remove(source, tag, e); // found through arrivals_: its key is looked up
+    }
     return pool_.release(e, inspected);
 }
 
@@ -35,8 +40,9 @@ Found NoSourceEngine::do_post_recv(int32_t source, int32_t tag, const um_hint_t 
         return kRefused;
     }
     uint32_t inspected = 0;
-    if (Entry *e = message_for(source, tag, inspected)) {
-        return take_message(e, inspected);
+    PeerQueue *fifo;
+    if (Entry *e = message_for(source, tag, inspected, fifo)) {
+        return take_message(e, inspected, fifo);
     }
     Entry *r = pool_.get(source, tag, request, next_seq());
     (tag == UM_ANY_TAG ? posted_any_[static_cast<size_t>(source)] : posted_.insert(source, tag))
@@ -74,11 +80,12 @@ Found NoSourceEngine::do_probe(int32_t source, int32_t tag, const um_hint_t &, b
         return kRefused;
     }
     uint32_t inspected = 0;
-    Entry *e = message_for(source, tag, inspected);
+    PeerQueue *fifo;
+    Entry *e = message_for(source, tag, inspected, fifo);
     if (e == nullptr || !remove) {
         return {e != nullptr ? e->handle : nullptr, inspected};
     }
-    return take_message(e, inspected);
+    return take_message(e, inspected, fifo);
 }
 
 bool NoSourceEngine::do_cancel(int32_t source, int32_t tag, void *request) {

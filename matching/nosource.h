@@ -44,10 +44,11 @@ protected:
     uint64_t bytes_used() const override;
 
 private:
-    // The oldest message a receive (source, tag) takes, or nullptr.
-    Entry *message_for(int32_t source, int32_t tag, uint32_t &inspected);
-    // Takes message e out of both its queues.
-    Found take_message(Entry *e, uint32_t inspected);
+    // The oldest message a receive (source, tag) takes, or nullptr; fifo: its
+    // FIFO in unexpected_ when the search went through it (else nullptr).
+    Entry *message_for(int32_t source, int32_t tag, uint32_t &inspected, PeerQueue *&fifo);
+    // Takes message e out of both its queues (fifo: as message_for gave it).
+    Found take_message(Entry *e, uint32_t inspected, PeerQueue *fifo);
 
     KeyIndex posted_;                   // exact receives
     std::vector<PeerQueue> posted_any_; // ANY_TAG receives, per source
