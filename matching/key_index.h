@@ -1,5 +1,5 @@
 // A hash index from a (source, tag) key to the FIFO of the elements that carry
-// it, for the `auto` backend; a key may hold one wildcard (UM_ANY_SOURCE or
+// it, for `auto`, `exact` and `nosource`; a key may hold one wildcard (UM_ANY_SOURCE or
 // UM_ANY_TAG), never both (that is the empty slot's key). Open addressing with linear probing, at
 // most half full; a key leaves when its FIFO empties (backward-shift
 // deletion: no tombstones, so probes stay short however long the run), except
@@ -70,8 +70,9 @@ public:
     }
 
     // Takes e out of f, a FIFO of this index (find() or insert() gave it);
-    // the key leaves when f empties, its slot known from f's address (no
-    // second probe). The second form finds f itself.
+    // when f empties its key waits, its slot known from f's address (no
+    // second probe), and the key that waited before leaves. The second form
+    // finds f itself.
     template <class E>
     void remove(Fifo &f, E *e) {
         f.remove(e);
