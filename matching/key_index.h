@@ -34,6 +34,8 @@ public:
     size_t bytes() const { return slots_.size() * sizeof(Slot); }
     size_t keys() const { return count_ - (idle_ != kNone ? 1 : 0); }
 
+    // Its own loop, as before: a version through probe() measured 7-16% slower
+    // in engine_bench (exact, nosource), from code generation not understood.
     Fifo *find(int32_t source, int32_t tag) {
         if (count_ == 0) {
             return nullptr;
@@ -55,10 +57,7 @@ public:
             rehash(grown_capacity());
         }
         const uint64_t k = pack_key(source, tag);
-        size_t i = home(k);
-        while (slots_[i].key != k && slots_[i].key != kEmpty) {
-            i = (i + 1) & mask_;
-        }
+        const size_t i = probe(k);
         if (slots_[i].key == kEmpty) {
             slots_[i].key = k;
             slots_[i].fifo = Fifo{};
@@ -81,7 +80,7 @@ public:
             if (idle_ != kNone) { // one key waits at most: the earlier one leaves
                 const uint64_t k = slots_[i].key;
                 erase_at(idle_); // may shift slot i back along its probe run
-                i = slot_of(k);
+                i = probe(k);
             }
             idle_ = i;
         }
@@ -124,10 +123,10 @@ private:
         --count_;
     }
 
-    // The slot of key k, which is in the table.
-    size_t slot_of(uint64_t k) const {
+    // The slot of key k, or the empty slot where it would go (the table has slots).
+    size_t probe(uint64_t k) const {
         size_t i = home(k);
-        while (slots_[i].key != k) {
+        while (slots_[i].key != k && slots_[i].key != kEmpty) {
             i = (i + 1) & mask_;
         }
         return i;
