@@ -500,3 +500,116 @@ TEST_CASE("protocol: with threads, pulls and small messages from four threads ke
     CHECK(shm_of(p.b).pulls_sent > 0);
     CHECK(shm_of(p.a).pulls_read == shm_of(p.b).pulls_sent);
 }
+
+// One receiver with more rings than it polls on every round (all of them up
+// to 8): rings left idle go cold and are then polled a few a round in turn.
+// After the receiver has spun long enough, every ring is cold; messages sent
+// on each must still arrive, through the rings, whole and in each sender's
+// order, and every ring that delivered is hot again.
+TEST_CASE("protocol: with many rings, messages on rings gone cold arrive whole and in order", "[protocol][shm]") {
+    constexpr int kSenders = 11;
+    constexpr int kPerSender = 3;
+    const int size = kSenders + 1;
+    um_proto_t *r = make(0, 1024);
+    std::vector<um_proto_t *> s;
+    std::vector<um_proto_peer_t *> to_r, from_r;
+    std::vector<um_proto_comm_t *> cs;
+    um_proto_comm_t *cr = nullptr;
+    char err[256];
+    REQUIRE(um_proto_comm_create(r, 5, 0, size, nullptr, &cr, err, sizeof err) == UM_PROTO_OK);
+    for (int i = 0; i < kSenders; ++i) {
+        s.push_back(make(0, 1024));
+        to_r.push_back(Pair::connect(s.back(), r, true));
+        from_r.push_back(Pair::connect(r, s.back(), true));
+        um_proto_comm_t *c = nullptr;
+        REQUIRE(um_proto_comm_create(s.back(), 5, i + 1, size, nullptr, &c, err, sizeof err) == UM_PROTO_OK);
+        cs.push_back(c);
+    }
+    const auto progress_all = [&] {
+        um_proto_progress(r);
+        for (um_proto_t *p : s) {
+            um_proto_progress(p);
+        }
+    };
+    const auto until = [&](auto &&done) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > end) {
+                return false;
+            }
+            progress_all();
+        }
+        return true;
+    };
+    // Each sender sends a round of messages (tag = round) and the receiver
+    // takes them with one receive per sender, in order.
+    const auto round = [&](int tag, int per_sender) {
+        std::vector<Op> sends(static_cast<size_t>(kSenders * per_sender));
+        std::vector<Op> recvs(sends.size());
+        std::vector<std::vector<unsigned char>> data, bufs;
+        for (size_t k = 0; k < sends.size(); ++k) {
+            data.push_back(pattern(24 + k, static_cast<unsigned>(tag * 1000) + static_cast<unsigned>(k)));
+            bufs.emplace_back(data.back().size(), 0);
+        }
+        const um_hint_t hint{};
+        for (int j = 0; j < per_sender; ++j) {
+            for (int i = 0; i < kSenders; ++i) {
+                const size_t k = static_cast<size_t>(i * per_sender + j);
+                REQUIRE(um_proto_send(s[static_cast<size_t>(i)], cs[static_cast<size_t>(i)],
+                                      to_r[static_cast<size_t>(i)], 0, tag, &hint, data[k].data(),
+                                      data[k].size(), 0, &sends[k].send, &sends[k]) == UM_PROTO_OK);
+            }
+        }
+        for (int i = 0; i < kSenders; ++i) {
+            for (int j = 0; j < per_sender; ++j) {
+                const size_t k = static_cast<size_t>(i * per_sender + j);
+                REQUIRE(Pair::post_at(r, cr, i + 1, tag, bufs[k].data(), bufs[k].size(), recvs[k]) ==
+                        UM_PROTO_OK);
+            }
+        }
+        REQUIRE(until([&] {
+            return std::all_of(recvs.begin(), recvs.end(), [](const Op &o) { return o.done; }) &&
+                   std::all_of(sends.begin(), sends.end(), [](const Op &o) { return o.done; });
+        }));
+        for (size_t k = 0; k < recvs.size(); ++k) {
+            INFO("round " << tag << ", message " << k);
+            REQUIRE(recvs[k].status == UM_PROTO_OK);
+            REQUIRE(recvs[k].received == data[k].size());
+            REQUIRE(bufs[k] == data[k]); // a receive posted j-th for a sender took its j-th message
+        }
+    };
+    round(0, 1); // the offers go with these; the rings are up once they are answered
+    for (int i = 0; i < 2000; ++i) {
+        progress_all();
+    }
+    um_proto_shm_counts_t before{};
+    um_proto_shm_stats(r, &before);
+    REQUIRE(before.rings_in == kSenders);
+    round(1, 1);
+    um_proto_shm_counts_t used{};
+    um_proto_shm_stats(r, &used);
+    CHECK(used.rings_cold == 0); // each ring that delivered is hot
+    for (int i = 0; i < 200000; ++i) { // every ring empty for far longer than a ring stays hot
+        um_proto_progress(r);
+    }
+    um_proto_shm_counts_t cooled{};
+    um_proto_shm_stats(r, &cooled);
+    CHECK(cooled.rings_cold == kSenders);
+    round(2, kPerSender);
+    um_proto_shm_counts_t woken{};
+    um_proto_shm_stats(r, &woken);
+    CHECK(woken.rings_cold == 0);
+    round(3, kPerSender);
+    um_proto_shm_counts_t after{};
+    um_proto_shm_stats(r, &after);
+    CHECK(after.received - before.received == uint64_t{kSenders} * (1 + 2 * kPerSender));
+
+    um_proto_comm_destroy(r, cr);
+    for (int i = 0; i < kSenders; ++i) {
+        um_proto_comm_destroy(s[static_cast<size_t>(i)], cs[static_cast<size_t>(i)]);
+        Pair::disconnect_progressing(s[static_cast<size_t>(i)], &to_r[static_cast<size_t>(i)], r);
+        Pair::disconnect_progressing(r, &from_r[static_cast<size_t>(i)], s[static_cast<size_t>(i)]);
+        um_proto_destroy(s[static_cast<size_t>(i)]);
+    }
+    um_proto_destroy(r);
+}

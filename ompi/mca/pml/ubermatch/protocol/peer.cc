@@ -170,6 +170,9 @@ void Protocol::map_ring(const ShmOffer &o, ucp_ep_h reply_ep) noexcept {
         if (ring != nullptr && err.empty()) {
             const bool pull = ring->enable_pull(o.pid, o.segment);
             try {
+                hot_.reserve(inbound_.size() + 1); // a new ring starts hot: its first record is near
+                cold_.reserve(inbound_.size() + 1);
+                hot_.push_back(ring.get());
                 inbound_.push_back(std::move(ring));
                 reply.ok = 1;
                 reply.pull = pull ? 1 : 0;
@@ -219,6 +222,63 @@ int Protocol::poll_rings() noexcept {
         n += ring->poll(64, [this, in = ring.get()](const shm::RecordHeader &r, const void *payload) {
             return ring_arrival(r, payload, in);
         });
+    }
+    polling_ = false;
+    shm_counts_.received += static_cast<uint64_t>(n);
+    return n;
+}
+
+// With many processes on a node most rings are idle, and reading each one's
+// next cell on every round cost ~2 ns a ring (a 2-rank ping-pong beside 62
+// idle processes: 0.41-0.45 us an 8 B message against 0.22 beside none). So a
+// ring that stayed empty for many polls in a row goes cold: each round polls
+// the hot rings and the next kColdPerRound cold ones in turn, and a cold ring
+// that delivers is hot again. A cold ring's first record waits at most
+// (cold rings / kColdPerRound) rounds. A ring cools after 128 empty polls per
+// ring, so that peers served in turn (one exchange each in under 128 rounds)
+// keep their rings hot. hot_ and cold_ hold every ring once and are reserved
+// for all of them: moving a ring between them allocates nothing.
+int Protocol::poll_hot_rings() noexcept {
+    constexpr size_t kColdPerRound = 2;
+    if (polling_) {
+        return 0;
+    }
+    polling_ = true;
+    const auto poll_ring = [this](shm::Receiver *in) {
+        return in->poll(64, [this, in](const shm::RecordHeader &r, const void *payload) {
+            return ring_arrival(r, payload, in);
+        });
+    };
+    int n = 0;
+    const size_t cool_after = 128 * inbound_.size();
+    for (size_t i = 0; i < hot_.size();) {
+        shm::Receiver *in = hot_[i];
+        const int got = poll_ring(in);
+        n += got;
+        if (got != 0) {
+            in->idle_polls = 0;
+        } else if (++in->idle_polls >= cool_after) {
+            hot_[i] = hot_.back(); // the order of the rings does not matter
+            hot_.pop_back();
+            cold_.push_back(in);
+            continue;
+        }
+        ++i;
+    }
+    for (size_t k = 0; k < kColdPerRound && !cold_.empty(); ++k) {
+        if (next_cold_ >= cold_.size()) {
+            next_cold_ = 0;
+        }
+        shm::Receiver *in = cold_[next_cold_];
+        if (const int got = poll_ring(in)) {
+            n += got;
+            in->idle_polls = 0;
+            cold_[next_cold_] = cold_.back();
+            cold_.pop_back();
+            hot_.push_back(in);
+        } else {
+            ++next_cold_;
+        }
     }
     polling_ = false;
     shm_counts_.received += static_cast<uint64_t>(n);

@@ -372,6 +372,7 @@ public:
     um_proto_shm_counts_t shm_counts() const {
         um_proto_shm_counts_t c = shm_counts_;
         c.eager_limit = shm_limit_;
+        c.rings_cold = static_cast<uint32_t>(cold_.size());
         return c;
     }
     um_proto_faults_t faults();
@@ -437,7 +438,8 @@ private:
     // peer.cc: the shared-memory rings.
     void offer(Peer &peer) noexcept;
     void map_ring(const ShmOffer &offer, ucp_ep_h reply_ep) noexcept;
-    int poll_rings() noexcept;
+    int poll_rings() noexcept;     // every ring, every round
+    int poll_hot_rings() noexcept; // more than kPollAllRings: the hot ones and a few cold
     bool ring_arrival(const shm::RecordHeader &r, const void *payload, shm::Receiver *ring) noexcept;
     // send.cc: a message the receiver reads from our memory; false: not now.
     bool push_pull(Peer &peer, SendOp *op, const void *data, size_t length);
@@ -535,8 +537,15 @@ private:
     SpinLock *ring_lock(Peer &peer) { return thread_multiple_ ? &peer.ring_lock : nullptr; }
     // The rings, then UCX; while the rings deliver, UCX only every 8th round
     // (it carries what little it has then: larger and synchronous sends).
+    // Up to kPollAllRings rings every one is polled on every round.
+    static constexpr size_t kPollAllRings = 8;
     int poll_rings_then_ucx() {
-        int n = inbound_.empty() ? 0 : poll_rings();
+        int n = 0;
+        if (inbound_.size() > kPollAllRings) {
+            n = poll_hot_rings();
+        } else if (!inbound_.empty()) {
+            n = poll_rings();
+        }
         if (UM_UNLIKELY(pulls_out_.load(std::memory_order_relaxed) != 0)) {
             n += reap_pulls();
         }
@@ -588,6 +597,11 @@ private:
     uint64_t lost_ = 0;    // payloads that could not be kept (their receives fail)
     uint64_t dropped_ = 0; // arrivals with no memory left even for their descriptor
     MessagePool messages_; // under pool_lock_
+    // Of inbound_, with more than a few rings (poll_rings; last here, so that
+    // the members every message uses keep their places):
+    std::vector<shm::Receiver *> hot_;  // polled on every round
+    std::vector<shm::Receiver *> cold_; // the others, polled a few a round in turn
+    size_t next_cold_ = 0;              // the cold ring polled next
 };
 
 } // namespace ubermatch::protocol

@@ -308,6 +308,11 @@ private:
     uint64_t published_ = 0; // cells given back to the sender
     int32_t pid_ = 0;        // the sender, once enable_pull succeeded
     std::atomic<uint64_t> returned_{0}; // pulls handed back
+
+public:
+    // Polls in a row that found this ring empty (Protocol::poll_rings cools
+    // the ring after many; last, after what every poll reads).
+    uint32_t idle_polls = 0;
 };
 
 } // namespace ubermatch::protocol::shm

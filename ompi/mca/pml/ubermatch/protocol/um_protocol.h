@@ -200,6 +200,7 @@ typedef struct um_proto_shm_count {
                          * with a ring under 16 times that, a 16th of it (8192 at least) */
     uint64_t pulls_sent; /* messages sent as pulls (shm_pull) */
     uint64_t pulls_read; /* messages this process read from their senders' memory */
+    uint32_t rings_cold; /* of rings_in, those idle long enough to be polled only in turn */
 } um_proto_shm_counts_t;
 void um_proto_shm_stats(um_proto_t *proto, um_proto_shm_counts_t *counts);
 void um_proto_comm_dump(um_proto_t *proto, um_proto_comm_t *comm, FILE *out);
