@@ -310,8 +310,8 @@ private:
     std::atomic<uint64_t> returned_{0}; // pulls handed back
 
 public:
-    // Polls in a row that found this ring empty (Protocol::poll_rings cools
-    // the ring after many; last, after what every poll reads).
+    // Polls in a row that found this ring empty (Protocol::poll_hot_rings
+    // cools the ring after many; last, after what every poll reads).
     uint32_t idle_polls = 0;
 };
 
