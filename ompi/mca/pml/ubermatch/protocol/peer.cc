@@ -212,6 +212,13 @@ ucs_status_t Protocol::am_shm_reply_cb(void *arg, const void *header, size_t hea
     return UCS_OK;
 }
 
+// One ring's records to ring_arrival (for both loops below).
+inline int Protocol::poll_ring(shm::Receiver *in) noexcept {
+    return in->poll(64, [this, in](const shm::RecordHeader &r, const void *payload) {
+        return ring_arrival(r, payload, in);
+    });
+}
+
 int Protocol::poll_rings() noexcept {
     if (polling_) {
         return 0;
@@ -219,9 +226,7 @@ int Protocol::poll_rings() noexcept {
     polling_ = true;
     int n = 0;
     for (auto &ring : inbound_) {
-        n += ring->poll(64, [this, in = ring.get()](const shm::RecordHeader &r, const void *payload) {
-            return ring_arrival(r, payload, in);
-        });
+        n += poll_ring(ring.get());
     }
     polling_ = false;
     shm_counts_.received += static_cast<uint64_t>(n);
@@ -244,11 +249,6 @@ int Protocol::poll_hot_rings() noexcept {
         return 0;
     }
     polling_ = true;
-    const auto poll_ring = [this](shm::Receiver *in) {
-        return in->poll(64, [this, in](const shm::RecordHeader &r, const void *payload) {
-            return ring_arrival(r, payload, in);
-        });
-    };
     int n = 0;
     const size_t cool_after = 128 * inbound_.size();
     for (size_t i = 0; i < hot_.size();) {

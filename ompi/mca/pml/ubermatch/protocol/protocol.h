@@ -440,6 +440,7 @@ private:
     void map_ring(const ShmOffer &offer, ucp_ep_h reply_ep) noexcept;
     int poll_rings() noexcept;     // every ring, every round
     int poll_hot_rings() noexcept; // more than kPollAllRings: the hot ones and a few cold
+    int poll_ring(shm::Receiver *in) noexcept;
     bool ring_arrival(const shm::RecordHeader &r, const void *payload, shm::Receiver *ring) noexcept;
     // send.cc: a message the receiver reads from our memory; false: not now.
     bool push_pull(Peer &peer, SendOp *op, const void *data, size_t length);
@@ -597,8 +598,8 @@ private:
     uint64_t lost_ = 0;    // payloads that could not be kept (their receives fail)
     uint64_t dropped_ = 0; // arrivals with no memory left even for their descriptor
     MessagePool messages_; // under pool_lock_
-    // Of inbound_, with more than a few rings (poll_rings; last here, so that
-    // the members every message uses keep their places):
+    // Of inbound_, with more than kPollAllRings (poll_hot_rings; last here, so
+    // that the members every message uses keep their places):
     std::vector<shm::Receiver *> hot_;  // polled on every round
     std::vector<shm::Receiver *> cold_; // the others, polled a few a round in turn
     size_t next_cold_ = 0;              // the cold ring polled next
