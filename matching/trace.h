@@ -1,13 +1,14 @@
 // Matching traces: what each rank's engines saw, recorded at the engine
 // interface and replayed offline through every backend (replay/).
 //
-// File format (version 3), one file per rank, TRACE_DIR/rank-R.umt, little
-// endian: a 56-byte TraceHeader, then 24-byte PackedRecords in call order, the
+// File format (version 4), one file per rank, TRACE_DIR/rank-R.umt, little
+// endian: a 56-byte TraceHeader, then 16-byte PackedRecords in call order, the
 // last one TraceOp::end. docs/traces.md documents the fields and why this is
 // not OTF2. The file records addresses, clock ticks every kTimeEvery records
-// and the communicator and hint sizes only when they change; read_file turns
-// them into one TraceRecord per event with ids and ns. Version 2 (48-byte
-// records, each with every field and its own tick) is still read.
+// and the communicator and hint only when they change; read_file turns them
+// into one TraceRecord per event with ids and ns. Versions 2 (48-byte records,
+// each with every field and its own tick) and 3 (24-byte records) are still
+// read.
 #ifndef UBERMATCH_MATCHING_TRACE_H
 #define UBERMATCH_MATCHING_TRACE_H
 
@@ -22,7 +23,7 @@ namespace ubermatch {
 namespace trace {
 
 constexpr char kMagic[8] = {'U', 'M', 'T', 'R', 'A', 'C', 'E', '\0'};
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kOldestVersion = 2; // read_file reads kOldestVersion .. kVersion
 
 enum class TraceOp : uint8_t {
@@ -35,16 +36,17 @@ enum class TraceOp : uint8_t {
     coll_begin = 7,
     coll_end = 8,
     end = 9,          // last record; t_ns: events dropped
-    // Only in version 3 files, never in TraceFile::records:
-    context = 10, // the cid, msg_size and hint_comm_size of the events after it
+    // Only in version 3 and 4 files, never in TraceFile::records:
+    context = 10, // the cid, msg_size and hint_comm_size (version 4: and coll) of the events after it
     time = 11,    // clock ticks now; the events between two time records are interpolated
-    high = 12,    // bits 48..63 of the next event's id and matched (addresses above 2^48)
+    high = 12,    // version 3: bits 48..63 of the next event's id and matched (addresses above 2^48)
+    wide = 13,    // version 4: what the next event's 16 bytes cannot hold (see PackedRecord)
 };
 
 struct TraceHeader {
     char magic[8];
     uint32_t version;
-    uint32_t record_size; // sizeof(PackedRecord) (version 2: sizeof(TraceRecord))
+    uint32_t record_size; // sizeof(PackedRecord) (version 3: PackedRecordV3, 2: TraceRecord)
     int32_t rank;         // in MPI_COMM_WORLD (-1: unknown)
     uint32_t reserved;
     uint64_t t0_ns;       // CLOCK_MONOTONIC at the start
@@ -72,26 +74,47 @@ struct TraceRecord {
 };
 static_assert(sizeof(TraceRecord) == 48, "trace record layout");
 
-// Version 3's record in the file. The low byte of b is the TraceOp; the rest
-// depends on it:
-//   events (comm_create .. coll_end):
-//     a = id << 16 | coll          (id, matched: the low 48 bits of the addresses)
-//     b = matched << 16 | result << 8 | op
-//     source, tag                  (comm_create: this rank, the communicator's size)
-//     cid, msg_size, hint_comm_size: the last context record's
-//   context: a = msg_size << 32 | hint_comm_size, source = cid
-//   time:    a = clock ticks since t0_ns
-//   high:    a = bits 48..63 of the next event's id, source = those of its matched
-//   end:     a = events dropped
+// Version 4's record in the file: two words, the TraceOp in the low 4 bits of
+// a; the rest depends on it:
+//   events (comm_create .. coll_end), 8-aligned addresses below 2^48 and
+//   source, tag in 13 and 19 signed bits (comm_create: this rank, the size):
+//     a = id[3..47] << 19 | source << 6 | result << 4 | op
+//     b = matched[3..47] << 19 | tag
+//     cid, msg_size, hint_comm_size, coll: the last context record's
+//   wide, before an event that does not fit: its full source and tag, and its
+//     addresses' bits 0..2 and 48..63 (the event's own fields hold the rest):
+//     a = matched[48..63] << 42 | matched[0..2] << 39 | id[48..63] << 23 | id[0..2] << 20 | op
+//     b = tag << 32 | source (as uint32)
+//   context: a = cid << 32 | coll << 4 | op, b = msg_size << 32 | hint_comm_size
+//   time:    b = clock ticks since t0_ns
+//   end:     b = events dropped
 // Every buffer written starts with a time and a context record, so a buffer
 // lost to a failed write leaves the next one readable.
 struct PackedRecord {
     uint64_t a;
     uint64_t b;
+};
+static_assert(sizeof(PackedRecord) == 16, "packed trace record layout");
+namespace v4 {
+constexpr unsigned kSourceBits = 13, kTagBits = 19, kIdShift = 16; // id[3..47] << 19 = (id << 16)'s bits 19..63
+constexpr uint64_t kOpMask = 0xf;
+// Address bits an event's own record cannot hold (then a wide record goes first).
+constexpr uint64_t kWideAddress = ~((uint64_t{1} << 48) - 1) | 7;
+} // namespace v4
+
+// Version 3's record (read only). The low byte of b is the TraceOp:
+//   events: a = id << 16 | coll, b = matched << 16 | result << 8 | op (addresses' low 48 bits),
+//     source, tag; cid, msg_size, hint_comm_size: the last context record's
+//   context: a = msg_size << 32 | hint_comm_size, source = cid
+//   time: a = clock ticks; high: a = bits 48..63 of the next id, source = those of its matched
+//   end: a = events dropped
+struct PackedRecordV3 {
+    uint64_t a;
+    uint64_t b;
     int32_t source;
     int32_t tag;
 };
-static_assert(sizeof(PackedRecord) == 24, "packed trace record layout");
+static_assert(sizeof(PackedRecordV3) == 24, "version 3 trace record layout");
 constexpr unsigned kAddressBits = 48;
 // One time record per this many records: the clock read is the largest part
 // of a record's cost otherwise (docs/traces.md, "What a record costs").

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <memory>
 #include <unordered_map>
@@ -67,57 +68,101 @@ void to_ids_and_ns(TraceFile &t) {
     }
 }
 
-// Version 3's records into events: the context, high and time records are
-// folded into the events after them; an event's time is interpolated between
-// the time records around it (by its position among the events between them).
+// Version 3's and 4's records into events: the context, time, high and wide
+// records are folded into the events after them; an event's time is
+// interpolated between the time records around it (by its position among the
+// events between them).
 class Unpacker {
 public:
     explicit Unpacker(TraceFile &t) : t_(t) {}
 
-    // Throws, naming the file, for a record that cannot be.
+    // Each throws, naming the file, for a record that cannot be.
     void add(const PackedRecord &p, size_t index) {
-        const auto op = static_cast<uint8_t>(p.b);
+        using namespace v4;
+        const auto op = static_cast<uint8_t>(p.a & kOpMask);
         switch (static_cast<TraceOp>(op)) {
         case TraceOp::context:
-            cid_ = static_cast<uint32_t>(p.source);
-            msg_size_ = static_cast<uint32_t>(p.a >> 32);
-            comm_size_ = static_cast<uint32_t>(p.a);
-            context_ = true;
+            context(static_cast<uint32_t>(p.a >> 32), static_cast<uint32_t>(p.b >> 32), static_cast<uint32_t>(p.b),
+                    static_cast<uint16_t>(p.a >> 4));
             return;
-        case TraceOp::time: stamp(std::max(p.a, tick_)); return;
-        case TraceOp::high:
-            high_id_ = p.a << kAddressBits;
-            high_matched_ = static_cast<uint64_t>(static_cast<uint32_t>(p.source)) << kAddressBits;
+        case TraceOp::time: stamp(std::max(p.b, tick_)); return;
+        case TraceOp::wide:
+            wide_ = true;
+            wide_source_ = static_cast<int32_t>(static_cast<uint32_t>(p.b));
+            wide_tag_ = static_cast<int32_t>(static_cast<uint32_t>(p.b >> 32));
+            high_id_ = rest(p.a >> 20);
+            high_matched_ = rest(p.a >> 39);
             return;
         default: break;
         }
-        if (op < static_cast<uint8_t>(TraceOp::comm_create) || op >= static_cast<uint8_t>(TraceOp::end)) {
-            throw std::runtime_error(t_.path + ": corrupt: record " + std::to_string(index) +
-                                     " has unknown operation " + std::to_string(op));
-        }
-        if (!context_ || !timed_) {
-            throw std::runtime_error(t_.path + ": corrupt: record " + std::to_string(index) +
-                                     " is an event before any context and time record");
+        TraceRecord r{};
+        r.op = op;
+        r.result = static_cast<uint8_t>((p.a >> 4) & 3);
+        r.coll = coll_;
+        r.source = wide_ ? wide_source_ : signed_field(p.a >> 6, kSourceBits);
+        r.tag = wide_ ? wide_tag_ : signed_field(p.b, kTagBits);
+        r.id = (p.a >> kIdShift & ~kWideAddress) | high_id_; // bits 3..47 here, the rest wide
+        r.matched = (p.b >> kIdShift & ~kWideAddress) | high_matched_;
+        wide_ = false;
+        event(r, index);
+    }
+    void add(const PackedRecordV3 &p, size_t index) {
+        const auto op = static_cast<uint8_t>(p.b);
+        switch (static_cast<TraceOp>(op)) {
+        case TraceOp::context:
+            context(static_cast<uint32_t>(p.source), static_cast<uint32_t>(p.a >> 32), static_cast<uint32_t>(p.a), 0);
+            return;
+        case TraceOp::time: stamp(std::max(p.a, tick_)); return;
+        case TraceOp::high:
+            high_id_ = p.a << 48;
+            high_matched_ = static_cast<uint64_t>(static_cast<uint32_t>(p.source)) << 48;
+            return;
+        default: break;
         }
         TraceRecord r{};
-        r.t_ns = tick_;
-        r.cid = cid_;
         r.op = op;
         r.result = static_cast<uint8_t>(p.b >> 8);
         r.coll = static_cast<uint16_t>(p.a);
         r.source = p.source;
         r.tag = p.tag;
-        r.msg_size = msg_size_;
-        r.hint_comm_size = comm_size_;
         r.id = p.a >> 16 | high_id_;
         r.matched = p.b >> 16 | high_matched_;
-        high_id_ = high_matched_ = 0;
-        t_.records.push_back(r);
+        event(r, index);
     }
     // The events after the last time record keep its time.
     void finish() { stamp(tick_); }
 
 private:
+    // An address's bits 0..2 and 48..63 as a wide record keeps them (19 bits).
+    static uint64_t rest(uint64_t bits) { return (bits & 7) | ((bits >> 3) & 0xffff) << 48; }
+    static int32_t signed_field(uint64_t bits, unsigned width) {
+        const uint32_t v = static_cast<uint32_t>(bits) & ((1u << width) - 1);
+        return static_cast<int32_t>(v ^ (1u << (width - 1))) - static_cast<int32_t>(1u << (width - 1));
+    }
+    void context(uint32_t cid, uint32_t msg_size, uint32_t comm_size, uint16_t coll) {
+        cid_ = cid;
+        msg_size_ = msg_size;
+        comm_size_ = comm_size;
+        coll_ = coll;
+        context_ = true;
+    }
+    // An event's record with op, result, coll, source, tag, id and matched set.
+    void event(TraceRecord &r, size_t index) {
+        if (r.op < static_cast<uint8_t>(TraceOp::comm_create) || r.op >= static_cast<uint8_t>(TraceOp::end)) {
+            throw std::runtime_error(t_.path + ": corrupt: record " + std::to_string(index) +
+                                     " has unknown operation " + std::to_string(r.op));
+        }
+        if (!context_ || !timed_) {
+            throw std::runtime_error(t_.path + ": corrupt: record " + std::to_string(index) +
+                                     " is an event before any context and time record");
+        }
+        r.t_ns = tick_;
+        r.cid = cid_;
+        r.msg_size = msg_size_;
+        r.hint_comm_size = comm_size_;
+        high_id_ = high_matched_ = 0;
+        t_.records.push_back(r);
+    }
     void stamp(uint64_t tick) {
         const size_t n = t_.records.size() - since_;
         const double step = n != 0 ? static_cast<double>(tick - tick_) / static_cast<double>(n) : 0;
@@ -131,18 +176,52 @@ private:
 
     TraceFile &t_;
     uint32_t cid_ = 0, msg_size_ = 0, comm_size_ = 0;
+    uint16_t coll_ = 0; // version 4's context
     bool context_ = false, timed_ = false;
     uint64_t high_id_ = 0, high_matched_ = 0;
+    bool wide_ = false; // version 4: a wide record came before the next event
+    int32_t wide_source_ = 0, wide_tag_ = 0;
     uint64_t tick_ = 0; // the last time record's
     size_t since_ = 0;  // the first event after it
 };
+
+const char *const kNoEnd = "truncated: no end record (the run did not reach MPI_Finalize, or the file was cut)";
+const char *const kReadError = "read error (the file changed while read?)";
+
+// Versions 3 and 4: the end record last, the rest unpacked in pieces (a
+// 10^8-event trace is 4.8 GB as TraceRecords, so the packed file is not held
+// whole besides).
+template <class Packed>
+void unpack_file(std::FILE *f, size_t size, size_t n, TraceFile &t,
+                 const std::function<void(const std::string &)> &fail, uint8_t (*op_of)(const Packed &),
+                 uint64_t (*dropped_of)(const Packed &)) {
+    std::vector<Packed> piece(std::min<size_t>(n, 1 << 16));
+    Packed last{};
+    if (n == 0 || std::fseek(f, static_cast<long>(size - sizeof last), SEEK_SET) != 0 ||
+        std::fread(&last, sizeof last, 1, f) != 1 || op_of(last) != static_cast<uint8_t>(TraceOp::end)) {
+        fail(kNoEnd);
+    }
+    t.dropped = dropped_of(last);
+    std::fseek(f, static_cast<long>(sizeof(TraceHeader)), SEEK_SET);
+    t.records.reserve(n - 1); // the events and a few context and time records
+    Unpacker unpack(t);
+    for (size_t i = 0; i < n - 1;) {
+        const size_t k = std::min(piece.size(), n - 1 - i);
+        if (std::fread(piece.data(), sizeof(Packed), k, f) != k) {
+            fail(kReadError);
+        }
+        for (size_t j = 0; j < k; ++j, ++i) {
+            unpack.add(piece[j], i);
+        }
+    }
+    unpack.finish();
+}
 
 } // namespace
 
 TraceFile read_file(const std::string &path) {
     auto fail = [&](const std::string &what) { throw std::runtime_error(path + ": " + what); };
-    // Read straight into the records (version 2) or in pieces (version 3): a
-    // 10^8-event trace is 4.8 GB in memory.
+    // Read straight into the records (version 2) or in pieces (unpack_file).
     const std::unique_ptr<std::FILE, int (*)(std::FILE *)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
     struct stat st {};
     if (!f || ::fstat(::fileno(f.get()), &st) != 0) {
@@ -170,7 +249,9 @@ TraceFile read_file(const std::string &path) {
         fail("trace format version " + std::to_string(version) + ", this build reads versions " +
              std::to_string(kOldestVersion) + " to " + std::to_string(kVersion));
     }
-    const size_t record_size = version == 2 ? sizeof(TraceRecord) : sizeof(PackedRecord);
+    const size_t record_size = version == 2   ? sizeof(TraceRecord)
+                               : version == 3 ? sizeof(PackedRecordV3)
+                                              : sizeof(PackedRecord);
     if (t.header.record_size != record_size) {
         fail("record size " + std::to_string(t.header.record_size) + ", version " + std::to_string(version) +
              " has " + std::to_string(record_size));
@@ -185,15 +266,13 @@ TraceFile read_file(const std::string &path) {
              std::to_string(size - body % record_size));
     }
     const size_t n = body / record_size;
-    const char *const no_end = "truncated: no end record (the run did not reach MPI_Finalize, or the file was cut)";
-    const char *const read_error = "read error (the file changed while read?)";
     if (version == 2) {
         t.records.resize(n);
         if (std::fread(t.records.data(), sizeof(TraceRecord), n, f.get()) != n) {
-            fail(read_error);
+            fail(kReadError);
         }
         if (t.records.empty() || t.records.back().op != static_cast<uint8_t>(TraceOp::end)) {
-            fail(no_end);
+            fail(kNoEnd);
         }
         t.dropped = t.records.back().t_ns;
         t.records.pop_back();
@@ -203,28 +282,14 @@ TraceFile read_file(const std::string &path) {
                 fail("corrupt: record " + std::to_string(i) + " has unknown operation " + std::to_string(op));
             }
         }
+    } else if (version == 3) {
+        unpack_file<PackedRecordV3>(
+            f.get(), size, n, t, fail, [](const PackedRecordV3 &p) { return static_cast<uint8_t>(p.b); },
+            [](const PackedRecordV3 &p) { return p.a; });
     } else {
-        std::vector<PackedRecord> piece(std::min<size_t>(n, 1 << 16));
-        PackedRecord last{};
-        if (n == 0 || std::fseek(f.get(), static_cast<long>(size - sizeof last), SEEK_SET) != 0 ||
-            std::fread(&last, sizeof last, 1, f.get()) != 1 ||
-            static_cast<uint8_t>(last.b) != static_cast<uint8_t>(TraceOp::end)) {
-            fail(no_end);
-        }
-        t.dropped = last.a;
-        std::fseek(f.get(), static_cast<long>(sizeof(TraceHeader)), SEEK_SET);
-        t.records.reserve(n - 1); // the events and a few context and time records
-        Unpacker unpack(t);
-        for (size_t i = 0; i < n - 1;) {
-            const size_t k = std::min(piece.size(), n - 1 - i);
-            if (std::fread(piece.data(), sizeof(PackedRecord), k, f.get()) != k) {
-                fail(read_error);
-            }
-            for (size_t j = 0; j < k; ++j, ++i) {
-                unpack.add(piece[j], i);
-            }
-        }
-        unpack.finish();
+        unpack_file<PackedRecord>(
+            f.get(), size, n, t, fail, [](const PackedRecord &p) { return static_cast<uint8_t>(p.a & v4::kOpMask); },
+            [](const PackedRecord &p) { return p.b; });
     }
     to_ids_and_ns(t);
     return t;

@@ -28,7 +28,7 @@ namespace ubermatch {
 namespace trace {
 namespace {
 
-constexpr size_t kBufferRecords = 1 << 16; // 1.5 MiB per rank, the memory bound
+constexpr size_t kBufferRecords = 1 << 16; // 1 MiB per rank, the memory bound
 
 // The time of a record. The TSC where the kernel keeps its own time with it
 // (so it is invariant and synchronised): ~10 ns a read here, clock_gettime
@@ -79,11 +79,12 @@ struct Event {
 // One per process, shared by its engines; flushed and closed by the last.
 //
 // The append is the cost of recording (two per message), so the common event
-// is one 24-byte store behind one branch: the clock, the context (cid and hint
-// sizes) and high address bits go into records of their own, before the event,
-// only when due (every kTimeEvery records) or changed; that branch also covers
-// the buffer's end (one bounds check per event, with room kept for the extra
-// records).
+// is one 16-byte store behind one branch: the clock, the context (cid and
+// hint) and what the event's 16 bytes cannot hold go into records of their
+// own, before the event, only when due (every kTimeEvery records) or needed;
+// that branch also covers the buffer's end (one bounds check per event, with
+// room kept for the extra records). Bytes matter twice: stored here, then
+// copied by the kernel into the file.
 class Recorder {
 public:
     Recorder(const std::string &dir, int32_t rank, const char *backend, bool threads)
@@ -106,7 +107,7 @@ public:
     ~Recorder() {
         buf_[n_++] = time_record(); // the last events' time is interpolated up to here
         flush();
-        const PackedRecord end{dropped_, static_cast<uint8_t>(TraceOp::end), 0, 0};
+        const PackedRecord end{static_cast<uint8_t>(TraceOp::end), dropped_};
         header_.ns_per_tick = clock_.ns_per_tick();
         if (fd_ >= 0 && (!write_all(&end, sizeof end) ||
                          ::pwrite(fd_, &header_, sizeof header_, 0) != static_cast<ssize_t>(sizeof header_))) {
@@ -131,18 +132,29 @@ public:
     }
 
 private:
-    // Records one event may need: time, context, high, the event.
+    // Records one event may need: time, context, wide, the event.
     static constexpr size_t kMaxPerEvent = 4;
 
+    // Whether the event fits its own 16 bytes (v4 in trace.h): 0 when it does.
+    static uint64_t wide(const Event &e) {
+        using namespace v4;
+        return ((e.id | e.matched) & kWideAddress) |
+               ((static_cast<uint32_t>(e.source) + (1u << (kSourceBits - 1))) >> kSourceBits) |
+               ((static_cast<uint32_t>(e.tag) + (1u << (kTagBits - 1))) >> kTagBits);
+    }
     void put(uint32_t cid, const um_hint_t &hint, const Event &e) {
+        using namespace v4;
         const uint64_t changed = (cid ^ cid_) | (hint.msg_size ^ msg_size_) | (hint.comm_size ^ comm_size_) |
-                                 ((e.id | e.matched) >> kAddressBits);
+                                 (hint.coll ^ coll_) | wide(e);
         if (__builtin_expect((changed | (n_ >= due_)) != 0, 0)) {
             prefix(cid, hint, e);
         }
-        buf_[n_++] = {e.id << 16 | hint.coll,
-                      e.matched << 16 | static_cast<uint64_t>(e.result) << 8 | static_cast<uint8_t>(e.op),
-                      e.source, e.tag};
+        // A wide event's bits that spill into the source and tag fields are
+        // ignored by the reader (the wide record has them whole).
+        const uint64_t source = static_cast<uint32_t>(e.source) & ((1u << kSourceBits) - 1);
+        const uint64_t tag = static_cast<uint32_t>(e.tag) & ((1u << kTagBits) - 1);
+        buf_[n_++] = {e.id << kIdShift | source << 6 | static_cast<uint64_t>(e.result) << 4 | static_cast<uint8_t>(e.op),
+                      e.matched << kIdShift | tag};
     }
     // The records before an event that are due; flushes a full buffer first.
     __attribute__((noinline)) void prefix(uint32_t cid, const um_hint_t &hint, const Event &e) {
@@ -154,21 +166,25 @@ private:
             buf_[n_++] = time_record();
             time_at_ = n_ + kTimeEvery;
         }
-        if (fresh || cid != cid_ || hint.msg_size != msg_size_ || hint.comm_size != comm_size_) {
+        if (fresh || cid != cid_ || hint.msg_size != msg_size_ || hint.comm_size != comm_size_ ||
+            hint.coll != coll_) {
             cid_ = cid;
             msg_size_ = hint.msg_size;
             comm_size_ = hint.comm_size;
-            buf_[n_++] = {static_cast<uint64_t>(msg_size_) << 32 | comm_size_,
-                          static_cast<uint8_t>(TraceOp::context), static_cast<int32_t>(cid), 0};
+            coll_ = hint.coll;
+            buf_[n_++] = {static_cast<uint64_t>(cid_) << 32 | static_cast<uint64_t>(coll_) << 4 |
+                              static_cast<uint8_t>(TraceOp::context),
+                          static_cast<uint64_t>(msg_size_) << 32 | comm_size_};
         }
-        if (((e.id | e.matched) >> kAddressBits) != 0) {
-            buf_[n_++] = {e.id >> kAddressBits, static_cast<uint8_t>(TraceOp::high),
-                          static_cast<int32_t>(e.matched >> kAddressBits), 0};
+        if (wide(e) != 0) {
+            const auto rest = [](uint64_t address) { return (address >> 48) << 3 | (address & 7); };
+            buf_[n_++] = {rest(e.matched) << 39 | rest(e.id) << 20 | static_cast<uint8_t>(TraceOp::wide),
+                          static_cast<uint64_t>(static_cast<uint32_t>(e.tag)) << 32 | static_cast<uint32_t>(e.source)};
         }
         due_ = std::min(time_at_, kBufferRecords - kMaxPerEvent + 1);
     }
     PackedRecord time_record() const {
-        return {clock_.ticks() - clock_.tick0(), static_cast<uint8_t>(TraceOp::time), 0, 0};
+        return {static_cast<uint8_t>(TraceOp::time), clock_.ticks() - clock_.tick0()};
     }
     bool write_all(const void *p, size_t n) {
         const char *c = static_cast<const char *>(p);
@@ -189,7 +205,7 @@ private:
         if (fd_ < 0 || !write_all(buf_.get(), n_ * sizeof(PackedRecord))) {
             // Counted and reported, never silent: the events among the records.
             for (size_t i = 0; i < n_; ++i) {
-                const auto op = static_cast<uint8_t>(buf_[i].b);
+                const auto op = static_cast<uint8_t>(buf_[i].a & v4::kOpMask);
                 dropped_ += op >= static_cast<uint8_t>(TraceOp::comm_create) && op < static_cast<uint8_t>(TraceOp::end);
             }
         }
@@ -208,6 +224,7 @@ private:
     size_t due_ = 0;     // at this n_ the next event takes prefix()
     size_t time_at_ = 0; // the next time record at this n_
     uint32_t cid_ = 0, msg_size_ = 0, comm_size_ = 0; // the context in force
+    uint16_t coll_ = 0;
     const bool threads_;
     const std::unique_ptr<PackedRecord[]> buf_;
     std::mutex mu_;

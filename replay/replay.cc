@@ -244,10 +244,11 @@ Result replay(const std::vector<trace::TraceFile> &files, const std::string &bac
                 void *const h = reinterpret_cast<void *>(static_cast<uintptr_t>(r.id));
                 switch (static_cast<TraceOp>(r.op)) {
                 case TraceOp::comm_create: // handled above
-                case TraceOp::end:         // these four are never among read_file's records
+                case TraceOp::end:         // these five are never among read_file's records
                 case TraceOp::context:
                 case TraceOp::time:
-                case TraceOp::high: break;
+                case TraceOp::high:
+                case TraceOp::wide: break;
                 case TraceOp::post_recv: e->post_recv(r.source, r.tag, hint, h, &m); break;
                 case TraceOp::arrive: e->arrive(r.source, r.tag, hint, h, &m); break;
                 case TraceOp::probe: e->probe(r.source, r.tag, hint, &m); break;

@@ -70,16 +70,16 @@ for t in probe cancel lifetime; do
 done
 
 # 3. A tampered match (the first post_recv or arrive of rank 0 with a matched address,
-# changed; version 3's 24-byte records: op in the low byte of b at +8, matched above its
-# low 16 bits) is reported as a bug.
+# changed; version 4's 16-byte records: op in the low 4 bits of a, matched in b above its
+# low 19 bits) is reported as a bug.
 cp -r "$tmp/fds" "$tmp/bad"
 python3 - "$tmp/bad/rank-0.umt" <<'PY'
 import struct, sys
 p = sys.argv[1]; b = bytearray(open(p, 'rb').read())
-for off in range(56, len(b) - 24, 24):
-    w = struct.unpack_from('<Q', b, off + 8)[0]
-    if w & 0xff in (2, 3) and w >> 16 != 0:
-        struct.pack_into('<Q', b, off + 8, (999999 << 16) | (w & 0xffff)); break
+for off in range(56, len(b) - 16, 16):
+    a, w = struct.unpack_from('<QQ', b, off)
+    if a & 0xf in (2, 3) and w >> 19 != 0:
+        struct.pack_into('<Q', b, off + 8, (999999 << 19) | (w & 0x7ffff)); break
 open(p, 'wb').write(b)
 PY
 out=$("$replay" "$tmp/bad" --backends list,auto --no-sweep 2>&1)
@@ -91,20 +91,22 @@ f=$tmp/fds/rank-1.umt
 mkdir "$tmp/in"
 head -c 30 "$f" >"$tmp/in/short.umt"
 expect_error "header cut" "short.umt: truncated: 30 bytes, shorter than the 56-byte header" "$tmp/in/short.umt"
-head -c $((56 + 24 * 3 + 7)) "$f" >"$tmp/in/part.umt"
-expect_error "partial record" "part.umt: truncated: 7 bytes of a partial record at byte 128" "$tmp/in/part.umt"
-head -c $((56 + 24 * 3)) "$f" >"$tmp/in/noend.umt"
+head -c $((56 + 16 * 3 + 7)) "$f" >"$tmp/in/part.umt"
+expect_error "partial record" "part.umt: truncated: 7 bytes of a partial record at byte 104" "$tmp/in/part.umt"
+head -c $((56 + 16 * 3)) "$f" >"$tmp/in/noend.umt"
 expect_error "no end record" "noend.umt: truncated: no end record" "$tmp/in/noend.umt"
 printf 'GIF89a, certainly not a trace; padded to be longer than a header.....' >"$tmp/in/foreign.umt"
 expect_error "foreign file" "foreign.umt: not an ubermatch trace" "$tmp/in/foreign.umt"
 { head -c 8 "$f"; printf '\001\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v1.umt"
-expect_error "older version" "v1.umt: trace format version 1, this build reads versions 2 to 3" "$tmp/in/v1.umt"
-{ head -c 8 "$f"; printf '\004\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v4.umt"
-expect_error "newer version" "v4.umt: trace format version 4, this build reads versions 2 to 3" "$tmp/in/v4.umt"
+expect_error "older version" "v1.umt: trace format version 1, this build reads versions 2 to 4" "$tmp/in/v1.umt"
+{ head -c 8 "$f"; printf '\005\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v5.umt"
+expect_error "newer version" "v5.umt: trace format version 5, this build reads versions 2 to 4" "$tmp/in/v5.umt"
 { head -c 8 "$f"; printf '\002\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v2.umt"
-expect_error "version 2 with version 3's records" "v2.umt: record size 24, version 2 has 48" "$tmp/in/v2.umt"
-{ head -c $((56 + 24 * 5 + 8)) "$f"; printf '\167'; tail -c +$((56 + 24 * 5 + 10)) "$f"; } >"$tmp/in/badop.umt"
-expect_error "unknown operation" "badop.umt: corrupt: record 5 has unknown operation 119" "$tmp/in/badop.umt"
+expect_error "version 2 with version 4's records" "v2.umt: record size 16, version 2 has 48" "$tmp/in/v2.umt"
+{ head -c 8 "$f"; printf '\003\000\000\000'; tail -c +13 "$f"; } >"$tmp/in/v3.umt"
+expect_error "version 3 with version 4's records" "v3.umt: record size 16, version 3 has 24" "$tmp/in/v3.umt"
+{ head -c $((56 + 16 * 5)) "$f"; printf '\017'; tail -c +$((56 + 16 * 5 + 2)) "$f"; } >"$tmp/in/badop.umt"
+expect_error "unknown operation" "badop.umt: corrupt: record 5 has unknown operation 15" "$tmp/in/badop.umt"
 mkdir "$tmp/empty"
 expect_error "empty directory" "no *.umt trace files" "$tmp/empty"
 expect_error "unknown backend" "list" "$tmp/fds" --backends nosuch

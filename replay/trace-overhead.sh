@@ -86,8 +86,8 @@ run() { # off|on|other -> one rate per shape, in the order of $shapes
                 tail -n 5 <<<"$out" >&2
                 exit 1
             fi
-            if [ "$1" = on ]; then # what the run recorded (the files' 24-byte records), kept past this subshell
-                echo "$(cat "$tmp"/trace/* 2>/dev/null | wc -c | awk '{ print int($1 / 24) }') $v" >"$tmp/events.$p"
+            if [ "$1" = on ]; then # what the run recorded (the files' 16-byte records), kept past this subshell
+                echo "$(cat "$tmp"/trace/* 2>/dev/null | wc -c | awk '{ print int($1 / 16) }') $v" >"$tmp/events.$p"
             fi
             rm -rf "$tmp/trace"
             got+=("$(awk -v s="$v" 'BEGIN { printf "%.4f", 1 / s }')")
