@@ -343,8 +343,10 @@ int main(int argc, char **argv)
                    t_acc / t_h);
     }
     if (!*only || !strcmp(only, "segments")) {
-        static const int segs[] = { 1, 10, 100, 1000 };
-        for (int i = 0; i < 4; i++) {
+        /* 200-500: just past the 8 KiB system buffer (~200 segments of 40 B), where one
+         * reservation round trip is the largest share of an AM */
+        static const int segs[] = { 1, 10, 100, 200, 300, 500, 1000 };
+        for (int i = 0; i < (int)(sizeof segs / sizeof segs[0]); i++) {
             int k = n / segs[i] / 10 > 1000 ? 1000 : n / segs[i] / 10 + 1;
             job m[3] = { { wbase, op_search, k, segs[i], 0, SH }, { wexcl, op_search, k, segs[i], 0, EX },
                          { win, op_search, k, segs[i], 0, SH } };
