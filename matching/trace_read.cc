@@ -80,6 +80,11 @@ public:
     void add(const PackedRecord &p, size_t index) {
         using namespace v4;
         const auto op = static_cast<uint8_t>(p.a & kOpMask);
+        if (wide_ && (op < static_cast<uint8_t>(TraceOp::comm_create) || op >= static_cast<uint8_t>(TraceOp::end))) {
+            // The recorder writes a wide record right before its event, never elsewhere.
+            throw std::runtime_error(t_.path + ": corrupt: record " + std::to_string(index) + " (operation " +
+                                     std::to_string(op) + ") follows a wide record instead of its event");
+        }
         switch (static_cast<TraceOp>(op)) {
         case TraceOp::context:
             context(static_cast<uint32_t>(p.a >> 32), static_cast<uint32_t>(p.b >> 32), static_cast<uint32_t>(p.b),

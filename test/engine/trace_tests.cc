@@ -303,6 +303,38 @@ TEST_CASE("events the 16-byte form cannot hold keep every field", "[trace]") {
     CHECK(std::filesystem::file_size(path) == sizeof(trace::TraceHeader) + records * sizeof(trace::PackedRecord));
 }
 
+TEST_CASE("a wide record not followed by its event is refused as corrupt", "[trace]") {
+    Recording rec(false);
+    using trace::PackedRecord;
+    auto op = [](TraceOp o) { return static_cast<uint64_t>(o); };
+    // A wide record (source 5000, tag 7), then the event it belongs to: read
+    // whole; with a time record between them: refused, naming the record.
+    const PackedRecord time{op(TraceOp::time), 0}, context{op(TraceOp::context), 0},
+        wide{op(TraceOp::wide), uint64_t{7} << 32 | 5000}, event{uint64_t{0x1000} << 16 | op(TraceOp::arrive), 0},
+        end{op(TraceOp::end), 0};
+    trace::TraceHeader head{};
+    std::memcpy(head.magic, trace::kMagic, sizeof head.magic);
+    head.version = trace::kVersion;
+    head.record_size = sizeof(PackedRecord);
+    head.ns_per_tick = 1.0;
+    const std::string path = rec.dir + "/v4.umt";
+    auto write = [&](const std::vector<PackedRecord> &body) {
+        std::FILE *out = std::fopen(path.c_str(), "wb");
+        REQUIRE(out != nullptr);
+        std::fwrite(&head, sizeof head, 1, out);
+        std::fwrite(body.data(), sizeof(PackedRecord), body.size(), out);
+        std::fclose(out);
+    };
+    write({time, context, wide, event, end});
+    const trace::TraceFile f = trace::read_file(path);
+    REQUIRE(f.records.size() == 1);
+    CHECK(f.records[0].source == 5000);
+    CHECK(f.records[0].tag == 7);
+    write({time, context, wide, time, event, end});
+    CHECK_THROWS_WITH(trace::read_file(path),
+                      path + ": corrupt: record 3 (operation 11) follows a wide record instead of its event");
+}
+
 TEST_CASE("a version 3 trace is still read, every field", "[trace]") {
     // Written by the version 3 recorder (main at 8d17ebc) from one list engine of
     // cid 0, rank 1 of 4: post_recv(ANY_SOURCE, 7) at 0x1000; arrive(2, 7) at
