@@ -135,7 +135,12 @@ public:
         event(r, index);
     }
     // The events after the last time record keep its time.
-    void finish() { stamp(tick_); }
+    void finish() {
+        if (wide_) {
+            throw std::runtime_error(t_.path + ": corrupt: the last record before the end is a wide record");
+        }
+        stamp(tick_);
+    }
 
 private:
     // An address's bits 0..2 and 48..63 as a wide record keeps them (19 bits).

@@ -333,6 +333,8 @@ TEST_CASE("a wide record not followed by its event is refused as corrupt", "[tra
     write({time, context, wide, time, event, end});
     CHECK_THROWS_WITH(trace::read_file(path),
                       path + ": corrupt: record 3 (operation 11) follows a wide record instead of its event");
+    write({time, context, event, wide, end});
+    CHECK_THROWS_WITH(trace::read_file(path), path + ": corrupt: the last record before the end is a wide record");
 }
 
 TEST_CASE("a version 3 trace is still read, every field", "[trace]") {
