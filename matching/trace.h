@@ -115,7 +115,6 @@ struct PackedRecordV3 {
     int32_t tag;
 };
 static_assert(sizeof(PackedRecordV3) == 24, "version 3 trace record layout");
-constexpr unsigned kAddressBits = 48;
 // One time record per this many records: the clock read is the largest part
 // of a record's cost otherwise (docs/traces.md, "What a record costs").
 constexpr size_t kTimeEvery = 64;
