@@ -43,6 +43,11 @@ enum class TraceOp : uint8_t {
     wide = 13,    // version 4: what the next event's 16 bytes cannot hold (see PackedRecord)
 };
 
+// An operation of the events (comm_create .. coll_end), not a record of the file's own.
+inline bool is_event(uint8_t op) {
+    return op >= static_cast<uint8_t>(TraceOp::comm_create) && op < static_cast<uint8_t>(TraceOp::end);
+}
+
 struct TraceHeader {
     char magic[8];
     uint32_t version;
@@ -101,6 +106,7 @@ constexpr uint64_t kOpMask = 0xf;
 // Address bits an event's own record cannot hold (then a wide record goes first).
 constexpr uint64_t kWideAddress = ~((uint64_t{1} << 48) - 1) | 7;
 } // namespace v4
+inline uint8_t op_of(const PackedRecord &p) { return static_cast<uint8_t>(p.a & v4::kOpMask); }
 
 // Version 3's record (read only). The low byte of b is the TraceOp:
 //   events: a = id << 16 | coll, b = matched << 16 | result << 8 | op (addresses' low 48 bits),
@@ -115,6 +121,7 @@ struct PackedRecordV3 {
     int32_t tag;
 };
 static_assert(sizeof(PackedRecordV3) == 24, "version 3 trace record layout");
+inline uint8_t op_of(const PackedRecordV3 &p) { return static_cast<uint8_t>(p.b); }
 // One time record per this many records: the clock read is the largest part
 // of a record's cost otherwise (docs/traces.md, "What a record costs").
 constexpr size_t kTimeEvery = 64;

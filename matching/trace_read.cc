@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <stdexcept>
 #include <memory>
 #include <unordered_map>
@@ -79,8 +78,8 @@ public:
     // Each throws, naming the file, for a record that cannot be.
     void add(const PackedRecord &p, size_t index) {
         using namespace v4;
-        const auto op = static_cast<uint8_t>(p.a & kOpMask);
-        if (wide_ && (op < static_cast<uint8_t>(TraceOp::comm_create) || op >= static_cast<uint8_t>(TraceOp::end))) {
+        const uint8_t op = op_of(p);
+        if (wide_ && !is_event(op)) {
             // The recorder writes a wide record right before its event, never elsewhere.
             throw std::runtime_error(t_.path + ": corrupt: record " + std::to_string(index) + " (operation " +
                                      std::to_string(op) + ") follows a wide record instead of its event");
@@ -112,7 +111,7 @@ public:
         event(r, index);
     }
     void add(const PackedRecordV3 &p, size_t index) {
-        const auto op = static_cast<uint8_t>(p.b);
+        const uint8_t op = op_of(p);
         switch (static_cast<TraceOp>(op)) {
         case TraceOp::context:
             context(static_cast<uint32_t>(p.source), static_cast<uint32_t>(p.a >> 32), static_cast<uint32_t>(p.a), 0);
@@ -158,7 +157,7 @@ private:
     }
     // An event's record with op, result, coll, source, tag, id and matched set.
     void event(TraceRecord &r, size_t index) {
-        if (r.op < static_cast<uint8_t>(TraceOp::comm_create) || r.op >= static_cast<uint8_t>(TraceOp::end)) {
+        if (!is_event(r.op)) {
             throw std::runtime_error(t_.path + ": corrupt: record " + std::to_string(index) +
                                      " has unknown operation " + std::to_string(r.op));
         }
@@ -195,6 +194,10 @@ private:
     size_t since_ = 0;  // the first event after it
 };
 
+// What the end record holds besides its operation: the events dropped.
+uint64_t dropped_of(const PackedRecord &p) { return p.b; }
+uint64_t dropped_of(const PackedRecordV3 &p) { return p.a; }
+
 const char *const kNoEnd = "truncated: no end record (the run did not reach MPI_Finalize, or the file was cut)";
 const char *const kReadError = "read error (the file changed while read?)";
 
@@ -202,9 +205,8 @@ const char *const kReadError = "read error (the file changed while read?)";
 // 10^8-event trace is 4.8 GB as TraceRecords, so the packed file is not held
 // whole besides).
 template <class Packed>
-void unpack_file(std::FILE *f, size_t size, size_t n, TraceFile &t,
-                 const std::function<void(const std::string &)> &fail, uint8_t (*op_of)(const Packed &),
-                 uint64_t (*dropped_of)(const Packed &)) {
+void unpack_file(std::FILE *f, size_t size, size_t n, TraceFile &t) {
+    auto fail = [&](const char *what) { throw std::runtime_error(t.path + ": " + what); };
     std::vector<Packed> piece(std::min<size_t>(n, 1 << 16));
     Packed last{};
     if (n == 0 || std::fseek(f, static_cast<long>(size - sizeof last), SEEK_SET) != 0 ||
@@ -288,18 +290,14 @@ TraceFile read_file(const std::string &path) {
         t.records.pop_back();
         for (size_t i = 0; i < t.records.size(); ++i) {
             const uint8_t op = t.records[i].op;
-            if (op < static_cast<uint8_t>(TraceOp::comm_create) || op >= static_cast<uint8_t>(TraceOp::end)) {
+            if (!is_event(op)) {
                 fail("corrupt: record " + std::to_string(i) + " has unknown operation " + std::to_string(op));
             }
         }
     } else if (version == 3) {
-        unpack_file<PackedRecordV3>(
-            f.get(), size, n, t, fail, [](const PackedRecordV3 &p) { return static_cast<uint8_t>(p.b); },
-            [](const PackedRecordV3 &p) { return p.a; });
+        unpack_file<PackedRecordV3>(f.get(), size, n, t);
     } else {
-        unpack_file<PackedRecord>(
-            f.get(), size, n, t, fail, [](const PackedRecord &p) { return static_cast<uint8_t>(p.a & v4::kOpMask); },
-            [](const PackedRecord &p) { return p.b; });
+        unpack_file<PackedRecord>(f.get(), size, n, t);
     }
     to_ids_and_ns(t);
     return t;

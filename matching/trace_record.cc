@@ -205,8 +205,7 @@ private:
         if (fd_ < 0 || !write_all(buf_.get(), n_ * sizeof(PackedRecord))) {
             // Counted and reported, never silent: the events among the records.
             for (size_t i = 0; i < n_; ++i) {
-                const auto op = static_cast<uint8_t>(buf_[i].a & v4::kOpMask);
-                dropped_ += op >= static_cast<uint8_t>(TraceOp::comm_create) && op < static_cast<uint8_t>(TraceOp::end);
+                dropped_ += is_event(op_of(buf_[i]));
             }
         }
         n_ = 0;
