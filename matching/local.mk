@@ -12,6 +12,7 @@ matching_libubermatch_matching_la_SOURCES = \
 	matching/registry.h matching/registry.cc \
 	matching/c_api.cc \
 	matching/trace.h matching/um_trace.h matching/trace_record.cc matching/trace_read.cc \
+	matching/trace_writer.h matching/trace_writer.cc \
 	matching/list.h matching/list.cc \
 	matching/perpeer.h matching/perpeer.cc \
 	matching/bins.h matching/bins.cc \

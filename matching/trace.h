@@ -133,9 +133,10 @@ constexpr uint64_t kUnknownId = UINT64_MAX;
 // Starts recording into dir (created if missing); "" or nullptr: off (for the
 // engines created from then on).
 // threads: engines may be called from several threads at once (a lock per
-// record; without it none). Returns false with a message in err when dir
-// cannot be used.
-bool start(const char *dir, bool threads, std::string &err);
+// record; without it none). direct: direct I/O where the file system takes it
+// (trace_writer.h; false: through the page cache). Returns false with a
+// message in err when dir cannot be used.
+bool start(const char *dir, bool threads, std::string &err, bool direct = true);
 bool on();
 
 // The engine-creation hook: while recording, wraps e in an engine that records

@@ -273,6 +273,20 @@ TraceFile read_file(const std::string &path) {
     }
     t.header.backend[sizeof t.header.backend - 1] = '\0';
     const size_t body = size - sizeof(TraceHeader);
+    // Direct I/O allocates the file's space ahead and cuts it at the end: a run
+    // that died first leaves zeros after its last written records (version 4:
+    // no record is all zero, the operation is never 0).
+    if (version == kVersion && body >= sizeof(PackedRecord)) {
+        PackedRecord tail{};
+        if (std::fseek(f.get(), static_cast<long>(size - sizeof tail), SEEK_SET) != 0 ||
+            std::fread(&tail, sizeof tail, 1, f.get()) != 1 || std::fseek(f.get(), sizeof(TraceHeader), SEEK_SET) != 0) {
+            fail(kReadError);
+        }
+        if (tail.a == 0 && tail.b == 0) {
+            fail("truncated: no end record, the file ends in zeros (space allocated for records never written: "
+                 "the run did not reach MPI_Finalize)");
+        }
+    }
     if (body % record_size != 0) {
         fail("truncated: " + std::to_string(body % record_size) + " bytes of a partial record at byte " +
              std::to_string(size - body % record_size));

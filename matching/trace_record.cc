@@ -1,12 +1,13 @@
 // Recording a matching trace: an Engine decorator that forwards every call to
 // the real backend and appends one PackedRecord per call to a per-process
-// buffer, written out when it fills and when the last engine goes (MPI_Finalize).
+// buffer (a chunk of trace_writer.h's), written out when it fills and when the
+// last engine goes (MPI_Finalize).
 //
 // The record path is what tracing costs per message (two records: the receive
 // and the arrival), so it does no look-up and no system call: the records keep
 // the addresses the engine was given (read_file turns them into ids), a tick
 // counter read every kTimeEvery records, and a lock only under
-// MPI_THREAD_MULTIPLE; what is written per message is what the kernel copies.
+// MPI_THREAD_MULTIPLE.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -14,7 +15,6 @@
 #include <fstream>
 #include <mutex>
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #if defined(__x86_64__)
@@ -22,13 +22,12 @@
 #endif
 
 #include "matching/trace.h"
+#include "matching/trace_writer.h"
 #include "matching/um_trace.h"
 
 namespace ubermatch {
 namespace trace {
 namespace {
-
-constexpr size_t kBufferRecords = 1 << 16; // 1 MiB per rank, the memory bound
 
 // The time of a record. The TSC where the kernel keeps its own time with it
 // (so it is invariant and synchronised): ~10 ns a read here, clock_gettime
@@ -83,41 +82,31 @@ struct Event {
 // hint) and what the event's 16 bytes cannot hold go into records of their
 // own, before the event, only when due (every kTimeEvery records) or needed;
 // that branch also covers the buffer's end (one bounds check per event, with
-// room kept for the extra records). Bytes matter twice: stored here, then
-// copied by the kernel into the file.
+// room kept for the extra records).
 class Recorder {
 public:
-    Recorder(const std::string &dir, int32_t rank, const char *backend, bool threads)
-        : threads_(threads), buf_(new PackedRecord[kBufferRecords]) {
-        path_ = dir + "/rank-" + std::to_string(rank >= 0 ? rank : static_cast<int32_t>(getpid())) + ".umt";
-        fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        std::memcpy(header_.magic, kMagic, sizeof header_.magic);
-        header_.version = kVersion;
-        header_.record_size = sizeof(PackedRecord);
-        header_.rank = rank;
-        header_.t0_ns = clock_.t0_ns();
-        header_.ns_per_tick = 1.0; // until the end
-        std::strncpy(header_.backend, backend, sizeof header_.backend - 1);
-        if (fd_ < 0 || !write_all(&header_, sizeof header_)) {
-            std::fprintf(stderr, "ubermatch trace: cannot write %s (%s): recording nothing\n",
-                         path_.c_str(), std::strerror(errno));
-            close_fd();
+    Recorder(const std::string &dir, int32_t rank, const char *backend, bool threads, bool direct)
+        : threads_(threads),
+          path_(dir + "/rank-" + std::to_string(rank >= 0 ? rank : static_cast<int32_t>(getpid())) + ".umt"),
+          header_(make_header(rank, clock_.t0_ns(), backend)), out_(path_, &header_, sizeof header_, direct),
+          buf_(out_.area()), room_(out_.room()) {
+        if (!out_.ok()) {
+            std::fprintf(stderr, "ubermatch trace: cannot create %s (%s): recording nothing\n", path_.c_str(),
+                         std::strerror(out_.error()));
         }
     }
     ~Recorder() {
         buf_[n_++] = time_record(); // the last events' time is interpolated up to here
-        flush();
-        const PackedRecord end{static_cast<uint8_t>(TraceOp::end), dropped_};
         header_.ns_per_tick = clock_.ns_per_tick();
-        if (fd_ >= 0 && (!write_all(&end, sizeof end) ||
-                         ::pwrite(fd_, &header_, sizeof header_, 0) != static_cast<ssize_t>(sizeof header_))) {
-            ++dropped_;
+        const bool whole = out_.finish(n_, {static_cast<uint8_t>(TraceOp::end), 0}, &header_);
+        if (out_.ok() && out_.lost() != 0) {
+            std::fprintf(stderr, "ubermatch trace: %s: %llu events dropped (write failed)\n", path_.c_str(),
+                         static_cast<unsigned long long>(out_.lost()));
         }
-        if (dropped_ != 0) {
-            std::fprintf(stderr, "ubermatch trace: %s: %llu events dropped (write failed)\n",
-                         path_.c_str(), static_cast<unsigned long long>(dropped_));
+        if (out_.ok() && !whole) {
+            std::fprintf(stderr, "ubermatch trace: %s: cannot write its end (%s): the file is incomplete\n",
+                         path_.c_str(), std::strerror(errno));
         }
-        close_fd();
     }
     Recorder(const Recorder &) = delete;
     Recorder &operator=(const Recorder &) = delete;
@@ -158,7 +147,7 @@ private:
     }
     // The records before an event that are due; flushes a full buffer first.
     __attribute__((noinline)) void prefix(uint32_t cid, const um_hint_t &hint, const Event &e) {
-        if (n_ > kBufferRecords - kMaxPerEvent) {
+        if (n_ > room_ - kMaxPerEvent) {
             flush();
         }
         const bool fresh = n_ == 0; // a buffer starts with the time and the context
@@ -181,41 +170,29 @@ private:
             buf_[n_++] = {rest(e.matched) << 39 | rest(e.id) << 20 | static_cast<uint8_t>(TraceOp::wide),
                           static_cast<uint64_t>(static_cast<uint32_t>(e.tag)) << 32 | static_cast<uint32_t>(e.source)};
         }
-        due_ = std::min(time_at_, kBufferRecords - kMaxPerEvent + 1);
+        due_ = std::min(time_at_, room_ - kMaxPerEvent + 1);
     }
     PackedRecord time_record() const {
         return {static_cast<uint8_t>(TraceOp::time), clock_.ticks() - clock_.tick0()};
     }
-    bool write_all(const void *p, size_t n) {
-        const char *c = static_cast<const char *>(p);
-        while (n != 0) {
-            const ssize_t w = ::write(fd_, c, n);
-            if (w < 0 && errno == EINTR) {
-                continue;
-            }
-            if (w <= 0) {
-                return false;
-            }
-            c += w;
-            n -= static_cast<size_t>(w);
-        }
-        return true;
+    static TraceHeader make_header(int32_t rank, uint64_t t0_ns, const char *backend) {
+        TraceHeader h{};
+        std::memcpy(h.magic, kMagic, sizeof h.magic);
+        h.version = kVersion;
+        h.record_size = sizeof(PackedRecord);
+        h.rank = rank;
+        h.t0_ns = t0_ns;
+        h.ns_per_tick = 1.0; // until the end
+        std::strncpy(h.backend, backend, sizeof h.backend - 1);
+        return h;
     }
+    // The buffer to the file (the writer counts the events of a failed write).
     void flush() {
-        if (fd_ < 0 || !write_all(buf_.get(), n_ * sizeof(PackedRecord))) {
-            // Counted and reported, never silent: the events among the records.
-            for (size_t i = 0; i < n_; ++i) {
-                dropped_ += is_event(op_of(buf_[i]));
-            }
-        }
+        out_.commit(n_);
+        buf_ = out_.area();
+        room_ = out_.room();
         n_ = 0;
         due_ = 0; // the next event starts the buffer with its time and context
-    }
-    void close_fd() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-            fd_ = -1;
-        }
     }
 
     // The append's state first, together.
@@ -225,17 +202,18 @@ private:
     uint32_t cid_ = 0, msg_size_ = 0, comm_size_ = 0; // the context in force
     uint16_t coll_ = 0;
     const bool threads_;
-    const std::unique_ptr<PackedRecord[]> buf_;
     std::mutex mu_;
     const Clock clock_;
-    TraceHeader header_{};
-    std::string path_;
-    int fd_ = -1;
-    uint64_t dropped_ = 0;
+    const std::string path_;
+    TraceHeader header_;
+    TraceWriter out_;
+    PackedRecord *buf_; // out_'s area
+    size_t room_;       // records that fit at buf_
 };
 
 std::string g_dir;
 bool g_threads = false;
+bool g_direct = true;
 std::mutex g_mu;
 std::weak_ptr<Recorder> g_recorder;
 
@@ -243,7 +221,7 @@ std::shared_ptr<Recorder> recorder_for(int32_t rank, const char *backend) {
     std::lock_guard<std::mutex> lock(g_mu);
     std::shared_ptr<Recorder> r = g_recorder.lock();
     if (!r) {
-        r = std::make_shared<Recorder>(g_dir, rank, backend, g_threads);
+        r = std::make_shared<Recorder>(g_dir, rank, backend, g_threads, g_direct);
         g_recorder = r;
     }
     return r;
@@ -356,7 +334,7 @@ private:
 
 } // namespace
 
-bool start(const char *dir, bool threads, std::string &err) {
+bool start(const char *dir, bool threads, std::string &err, bool direct) {
     if (dir == nullptr || dir[0] == '\0') {
         std::lock_guard<std::mutex> lock(g_mu);
         g_dir.clear(); // engines created from now on record nothing
@@ -369,6 +347,7 @@ bool start(const char *dir, bool threads, std::string &err) {
     std::lock_guard<std::mutex> lock(g_mu);
     g_dir = dir;
     g_threads = threads;
+    g_direct = direct;
     return true;
 }
 
@@ -384,9 +363,9 @@ std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t 
 } // namespace trace
 } // namespace ubermatch
 
-extern "C" int um_trace_start(const char *dir, int threads, char *err, size_t errlen) {
+extern "C" int um_trace_start(const char *dir, int threads, int direct, char *err, size_t errlen) {
     std::string msg;
-    if (ubermatch::trace::start(dir, threads != 0, msg)) {
+    if (ubermatch::trace::start(dir, threads != 0, msg, direct != 0)) {
         return 0;
     }
     std::snprintf(err, errlen, "%s", msg.c_str());

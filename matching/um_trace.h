@@ -11,8 +11,9 @@ extern "C" {
 
 /* Every engine created after this records into dir/rank-R.umt; NULL or "":
  * off. threads: non-zero under MPI_THREAD_MULTIPLE (records then take a
- * lock). Returns 0, or -1 with a message in err when dir cannot be created. */
-int um_trace_start(const char *dir, int threads, char *err, size_t errlen);
+ * lock). direct: non-zero for direct I/O where the file system takes it.
+ * Returns 0, or -1 with a message in err when dir cannot be created. */
+int um_trace_start(const char *dir, int threads, int direct, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

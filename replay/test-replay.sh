@@ -62,6 +62,12 @@ for spec in "radix --size 256 --iters 2" "nbody --size 64 --iters 3" "miniamr --
     "$replay" "$tmp/${args[0]}" --no-sweep --reps 1 >"$tmp/${args[0]}.replay" 2>&1
     check "${args[0]} recorded and replayed, 0 mismatches" test $? -eq 0
 done
+# The same through the page cache instead of direct I/O.
+timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 4 --mca pml ubermatch \
+    --mca pml_ubermatch_trace "$tmp/fds-buffered" --mca pml_ubermatch_trace_direct false \
+    "$build/examples/proxies/fds" --size 4 --iters 3 >"$tmp/fds-buffered.log" 2>&1 </dev/null
+"$replay" "$tmp/fds-buffered" --no-sweep --reps 1 >"$tmp/fds-buffered.replay" 2>&1
+check "fds recorded with pml_ubermatch_trace_direct false and replayed, 0 mismatches" test $? -eq 0
 for t in probe cancel lifetime; do
     UM_BUILD=$build MPI_TESTS_ONLY=$t bash test/mpi/run-mpi-tests.sh "$build/test-mpi" --mca pml ubermatch \
         --mca pml_ubermatch_trace "$tmp/mpi-$t" >"$tmp/mpi-$t.log" 2>&1

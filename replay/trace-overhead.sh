@@ -14,21 +14,26 @@
 # its run, both ranks together): the recording's cost follows that rate.
 #
 #   bash replay/trace-overhead.sh [BUILD_DIR] [--rounds R] [--backend B] [--compare DIR] [--wait-idle S]
-#                                 [--proxies "radix nbody miniamr fds"]
+#                                 [--compare-mca "ARGS"] [--proxies "radix nbody miniamr fds"]
 #
 # --compare DIR: also "other", the trace on with the components in DIR (e.g. an
-# older build's mca-components), in the same rounds. --wait-idle S: before each
+# older build's mca-components), in the same rounds. --compare-mca ARGS: also
+# "other", the trace on with these mpirun arguments added (e.g. "--mca
+# pml_ubermatch_trace_direct false"). --wait-idle S: before each
 # run, wait up to S seconds for the CPUs to be 90% idle.
 #
-# scripts/env.sh sourced. Each queue_bench point: --reps 5 --time 1 (the median
-# iteration of each repetition, the median repetition). The trace goes to a
-# temporary directory, removed after each run.
+# scripts/env.sh sourced. Each queue_bench point: --reps 5 --time 1, its mean
+# rate (all of a repetition's messages over all its time, the median
+# repetition): the iterations in which a full trace buffer goes to the file are
+# few, so the median iteration, queue_bench's value, would leave that cost out.
+# The trace goes to a temporary directory, removed after each run.
 set -u
 cd "$(dirname "$0")/.."
 build=build
 rounds=4
 backend=auto
 compare=
+compare_mca=
 wait_idle=0
 proxies=
 while [ $# -gt 0 ]; do
@@ -36,10 +41,11 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --backend) backend=$2; shift 2 ;;
     --compare) compare=$2; shift 2 ;;
+    --compare-mca) compare_mca=$2; shift 2 ;;
     --wait-idle) wait_idle=$2; shift 2 ;;
     --proxies) proxies=$2; shift 2 ;;
     -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "trace-overhead.sh: unknown argument '$1' (valid: BUILD_DIR, --rounds R, --backend B, --compare DIR, --wait-idle S, --proxies LIST)" >&2; exit 2 ;;
+    -*) echo "trace-overhead.sh: unknown argument '$1' (valid: BUILD_DIR, --rounds R, --backend B, --compare DIR, --compare-mca ARGS, --wait-idle S, --proxies LIST)" >&2; exit 2 ;;
     *) build=$1; shift ;;
     esac
 done
@@ -69,7 +75,9 @@ mpi() { # off|on|other, program and arguments -> its output; the trace, when on,
     local trace=() path=$OMPI_MCA_mca_base_component_path t=$1
     shift
     [ "$t" != off ] && trace=(--mca pml_ubermatch_trace "$tmp/trace")
-    [ "$t" = other ] && path="${path%:*}:$compare"
+    [ "$t" = other ] && [ -n "$compare" ] && path="${path%:*}:$compare"
+    # shellcheck disable=SC2206
+    [ "$t" = other ] && trace+=($compare_mca)
     OMPI_MCA_mca_base_component_path=$path timeout -k 5 120 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe --bind-to none -np 2 \
         --mca pml ubermatch --mca pml_ubermatch_backend "$backend" "${trace[@]}" "$@" 2>&1 </dev/null
 }
@@ -96,7 +104,7 @@ run() { # off|on|other -> one rate per shape, in the order of $shapes
         out=$(mpi "$1" "$bench" --points posted:0,unexpected:0 --reps 5 --time 1)
         rm -rf "$tmp/trace"
         for shape in posted unexpected; do
-            v=$(sed -n "s/^shape=$shape .* value=\([0-9.]*\) .*/\1/p" <<<"$out")
+            v=$(sed -n "s/^shape=$shape .* mean=\([0-9.]*\) .*/\1/p" <<<"$out")
             if [ -z "$v" ]; then
                 echo "trace-overhead.sh: queue_bench failed (trace $1):" >&2
                 tail -n 5 <<<"$out" >&2
@@ -112,7 +120,7 @@ echo "# $(um_machine)"
 if [ -n "$proxies" ]; then
     echo "# backend $backend, the proxies' runs per second (1 / rank 0's seconds), np 2:$(for p in $proxies; do printf ' %s %s;' "$p" "$(proxy_args "$p")"; done)"
 else
-    echo "# backend $backend, queue_bench --points posted:0,unexpected:0 --reps 5 --time 1, np 2 (msg/s)"
+    echo "# backend $backend, queue_bench --points posted:0,unexpected:0 --reps 5 --time 1, np 2 (mean rates, msg/s)"
 fi
 echo "# load before: $(cat /proc/loadavg), CPUs idle $(um_cpu_idle_pct)%"
 printf "%-6s %-5s" round trace
@@ -120,7 +128,7 @@ for shape in $shapes; do printf " %14s" "$shape"; done
 echo
 declare -A rates
 configs="off on"
-[ -n "$compare" ] && configs="off on other"
+[ -n "$compare$compare_mca" ] && configs="off on other"
 for ((r = 1; r <= rounds; r++)); do
     order=$configs
     [ $((r % 2)) -eq 0 ] && order=$(tr ' ' '\n' <<<"$configs" | tac | tr '\n' ' ')

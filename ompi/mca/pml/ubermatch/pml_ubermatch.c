@@ -142,7 +142,7 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     if (OMPI_SUCCESS != mca_pml_ubermatch_assert_init()) {
         return OMPI_ERR_BAD_PARAM;
     }
-    if (0 != um_trace_start(cfg->trace, enable_mpi_threads, err, sizeof(err))) {
+    if (0 != um_trace_start(cfg->trace, enable_mpi_threads, cfg->trace_direct, err, sizeof(err))) {
         opal_output(0, "pml_ubermatch: %s", err);
         return OMPI_ERR_BAD_PARAM;
     }

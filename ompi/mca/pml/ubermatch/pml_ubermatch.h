@@ -47,6 +47,7 @@ typedef struct mca_pml_ubermatch_config {
     bool shm_pull;          /* receivers read large messages from their senders (CMA) */
     bool hwloc;             /* ring sizes from the cache hierarchy (protocol/topology.h) */
     char *trace;        /* directory of the matching trace (replay/); empty: off */
+    bool trace_direct;  /* the trace written with direct I/O where the file system takes it */
     char *assertions;   /* honour or ignore communicators' info assertions */
     char *threading;    /* MPI_THREAD_MULTIPLE matching: "global" (one lock) or "tailq" */
     int tailq_bins;     /* with tailq: bins of each communicator's tail queues, 1 .. 256 */

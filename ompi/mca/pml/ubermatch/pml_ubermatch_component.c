@@ -237,6 +237,14 @@ static int mca_pml_ubermatch_component_register(void)
                         "one rank-R.umt file per rank, for ubermatch-replay; empty: off",
                         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_3, &cfg->trace);
 
+    cfg->trace_direct = true;
+    (void) register_var("trace_direct",
+                        "Write the matching trace with direct I/O (O_DIRECT, Linux AIO: no copy "
+                        "into the page cache, half of what recording costs a message) where the "
+                        "trace directory's file system takes it, else through the page cache; "
+                        "off: always through the page cache",
+                        MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, &cfg->trace_direct);
+
     cfg->threading = "global";
     (void) register_var("threading",
                         "How matching is serialised under MPI_THREAD_MULTIPLE. Valid values: "

@@ -1,0 +1,233 @@
+#include "matching/trace_writer.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace ubermatch {
+namespace trace {
+namespace {
+
+constexpr size_t kAlign = 4096;              // O_DIRECT's unit for offsets, lengths and addresses
+constexpr size_t kChunk = size_t{512} << 10; // a write; two chunks are the recorder's memory
+constexpr size_t kChunkBytes = kChunk + kAlign; // room for the 4 KiB carried from the chunk before
+constexpr off_t kFirstAhead = off_t{4} << 20;   // the space allocated ahead, doubling up to kMaxAhead
+constexpr off_t kMaxAhead = off_t{64} << 20;
+
+// The Linux AIO calls (no wrapper in glibc; libaio would be one more dependency).
+int io_setup(unsigned n, aio_context_t *ctx) { return static_cast<int>(syscall(SYS_io_setup, n, ctx)); }
+int io_destroy(aio_context_t ctx) { return static_cast<int>(syscall(SYS_io_destroy, ctx)); }
+int io_submit(aio_context_t ctx, iocb *cb) {
+    iocb *list[1] = {cb};
+    return static_cast<int>(syscall(SYS_io_submit, ctx, 1, list));
+}
+int io_getevents(aio_context_t ctx, io_event *ev) {
+    return static_cast<int>(syscall(SYS_io_getevents, ctx, 1, 1, ev, nullptr));
+}
+
+} // namespace
+
+TraceWriter::TraceWriter(const std::string &path, const void *header, size_t header_size, bool direct)
+    : header_size_(header_size) {
+    for (Chunk &c : chunks_) {
+        void *p = nullptr;
+        if (::posix_memalign(&p, kAlign, kChunkBytes) != 0) {
+            throw std::bad_alloc();
+        }
+        c.mem = static_cast<char *>(p);
+    }
+    plain_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    error_ = errno;
+    fd_ = plain_fd_;
+    // The header at once (rewritten at the end): a run that dies early leaves a
+    // file the reader names as an unfinished trace.
+    if (plain_fd_ >= 0 && !write_plain(header, header_size, 0)) {
+        error_ = errno;
+        ::close(plain_fd_);
+        fd_ = plain_fd_ = -1;
+    }
+    if (direct && plain_fd_ >= 0) {
+        // Direct only where all three work: O_DIRECT (tmpfs refuses it), space
+        // ahead (without it each direct write waits), and an AIO context.
+        const int dfd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT);
+        if (dfd >= 0 && ::fallocate(dfd, 0, 0, kFirstAhead) == 0 && io_setup(2, &ctx_) == 0) {
+            fd_ = dfd;
+            allocated_ = kFirstAhead;
+        } else {
+            ctx_ = 0;
+            if (dfd >= 0) {
+                ::close(dfd);
+            }
+            (void)!::ftruncate(plain_fd_, static_cast<off_t>(header_size));
+        }
+    }
+    std::memcpy(chunks_[0].mem, header, header_size);
+    used_ = header_size;
+    area_ = reinterpret_cast<PackedRecord *>(chunks_[0].mem + used_);
+    room_ = (kChunkBytes - used_) / sizeof(PackedRecord);
+}
+
+TraceWriter::~TraceWriter() {
+    if (ctx_ != 0) {
+        io_destroy(ctx_); // waits for the writes in flight: their memory goes next
+    }
+    if (fd_ >= 0 && fd_ != plain_fd_) {
+        ::close(fd_);
+    }
+    if (plain_fd_ >= 0) {
+        ::close(plain_fd_);
+    }
+    for (Chunk &c : chunks_) {
+        std::free(c.mem);
+    }
+}
+
+bool TraceWriter::write_plain(const void *p, size_t n, off_t off) const {
+    const char *c = static_cast<const char *>(p);
+    while (n != 0 && plain_fd_ >= 0) {
+        const ssize_t w = ::pwrite(plain_fd_, c, n, off);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            return false;
+        }
+        c += w;
+        off += w;
+        n -= static_cast<size_t>(w);
+    }
+    return n == 0;
+}
+
+void TraceWriter::write_chunk(Chunk &c) {
+    c.result = -EIO;
+    if (failed_ || c.len == 0) {
+        return;
+    }
+    if (!direct()) {
+        c.result = write_plain(c.mem, c.len, c.off) ? static_cast<long>(c.len) : -EIO;
+        return;
+    }
+    const off_t end = c.off + static_cast<off_t>(c.len);
+    if (end > allocated_) {
+        const off_t want = std::max(end, allocated_ + std::clamp(allocated_, kFirstAhead, kMaxAhead));
+        if (::fallocate(fd_, 0, allocated_, want - allocated_) == 0) {
+            allocated_ = want;
+        }
+    }
+    c.cb = iocb{};
+    c.cb.aio_data = static_cast<uint64_t>(&c - chunks_);
+    c.cb.aio_fildes = static_cast<uint32_t>(fd_);
+    c.cb.aio_lio_opcode = IOCB_CMD_PWRITE;
+    c.cb.aio_buf = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(c.mem));
+    c.cb.aio_nbytes = c.len;
+    c.cb.aio_offset = c.off;
+    c.in_flight = io_submit(ctx_, &c.cb) == 1;
+}
+
+void TraceWriter::reap(Chunk &c) {
+    if (c.len == 0) {
+        return;
+    }
+    while (c.in_flight) { // the other chunk's completion may come first
+        io_event ev{};
+        if (io_getevents(ctx_, &ev) == 1) {
+            Chunk &done = chunks_[ev.data];
+            done.result = static_cast<long>(ev.res);
+            done.in_flight = false;
+        } else if (errno != EINTR) {
+            io_destroy(ctx_); // waits for what is in flight, whose results are lost with it
+            ctx_ = 0;
+            for (Chunk &x : chunks_) {
+                x.in_flight = false;
+            }
+        }
+    }
+    if (!failed_ && c.result != static_cast<long>(c.len) && !write_plain(c.mem, c.len, c.off)) {
+        failed_ = true;
+        good_end_ = c.off <= static_cast<off_t>(header_size_)
+                        ? static_cast<off_t>(header_size_)
+                        : c.off - (c.off - static_cast<off_t>(header_size_)) % static_cast<off_t>(sizeof(PackedRecord));
+    }
+    if (failed_) {
+        lost_ += events_ending_in(c);
+    }
+    c.len = 0;
+}
+
+// Records are 16 bytes from header_size_ on in the file; an event's ends in
+// exactly one chunk, which counts it.
+uint64_t TraceWriter::events_ending_in(const Chunk &c) const {
+    uint64_t n = c.straddler ? 1 : 0;
+    const off_t hs = static_cast<off_t>(header_size_);
+    const off_t rs = static_cast<off_t>(sizeof(PackedRecord));
+    size_t p = c.off < hs ? static_cast<size_t>(hs - c.off) : static_cast<size_t>((rs - (c.off - hs) % rs) % rs);
+    for (; p + sizeof(PackedRecord) <= c.len; p += sizeof(PackedRecord)) {
+        PackedRecord r;
+        std::memcpy(&r, c.mem + p, sizeof r);
+        n += is_event(op_of(r)) ? 1 : 0;
+    }
+    return n;
+}
+
+void TraceWriter::commit(size_t n) {
+    used_ += n * sizeof(PackedRecord);
+    Chunk &c = chunks_[cur_];
+    Chunk &next = chunks_[cur_ ^ 1];
+    const size_t aligned = used_ & ~(kAlign - 1);
+    c.len = aligned;
+    write_chunk(c);
+    reap(next); // the write before: its memory takes what c leaves
+    const size_t tail = used_ - aligned;
+    std::memcpy(next.mem, c.mem + aligned, tail);
+    next.off = c.off + static_cast<off_t>(aligned);
+    // The record across the cut, if one is: counted by next.
+    const size_t into = static_cast<size_t>(next.off - static_cast<off_t>(header_size_)) % sizeof(PackedRecord);
+    next.straddler = false;
+    if (aligned != 0 && into != 0) {
+        PackedRecord r;
+        std::memcpy(&r, c.mem + aligned - into, sizeof r);
+        next.straddler = is_event(op_of(r));
+    }
+    cur_ ^= 1;
+    used_ = tail;
+    area_ = reinterpret_cast<PackedRecord *>(next.mem + used_);
+    room_ = (kChunkBytes - used_) / sizeof(PackedRecord);
+}
+
+bool TraceWriter::finish(size_t n, PackedRecord end, const void *header) {
+    used_ += n * sizeof(PackedRecord);
+    Chunk &c = chunks_[cur_];
+    reap(chunks_[cur_ ^ 1]);
+    // What is left is no multiple of 4 KiB: buffered, after every direct write.
+    c.len = used_;
+    c.in_flight = false;
+    c.result = !failed_ && write_plain(c.mem, c.len, c.off) ? static_cast<long>(c.len) : -EIO;
+    reap(c);
+    const off_t end_at = failed_ ? good_end_ : c.off + static_cast<off_t>(used_);
+    end.b += lost_;
+    // The space allocated ahead (or what follows a failed write) is cut off.
+    const bool whole = plain_fd_ >= 0 && ::ftruncate(plain_fd_, end_at) == 0 &&
+                       write_plain(&end, sizeof end, end_at) && write_plain(header, header_size_, 0);
+    if (ctx_ != 0) {
+        io_destroy(ctx_);
+        ctx_ = 0;
+    }
+    if (fd_ >= 0 && fd_ != plain_fd_) {
+        ::close(fd_);
+    }
+    if (plain_fd_ >= 0) {
+        ::close(plain_fd_);
+    }
+    fd_ = plain_fd_ = -1;
+    return whole;
+}
+
+} // namespace trace
+} // namespace ubermatch

@@ -1,0 +1,95 @@
+// The file side of recording a matching trace (trace_record.cc): the recorder
+// appends records in place, into one of two chunks; a full chunk goes to the
+// file while the recorder fills the other.
+//
+// Direct I/O (the default where the file system takes it): the chunk is
+// written with O_DIRECT by Linux AIO, so the kernel neither copies it into the
+// page cache nor later writes the page cache back: that copy was half of what
+// recording cost a message (docs/traces.md, "Writing without the page
+// cache"). O_DIRECT wants 4 KiB-aligned offsets and lengths, so a chunk's
+// last partial 4 KiB go at the head of the next one; the space ahead is
+// allocated in advance (an extending direct write is synchronous), the file
+// cut to its length at the end. Buffered: the same chunks, write(2) each.
+//
+// A write that fails is tried again buffered; failing again, the file ends
+// at the last whole record before it and every event from there on is
+// counted as lost (never silent: the end record says how many).
+#ifndef UBERMATCH_MATCHING_TRACE_WRITER_H
+#define UBERMATCH_MATCHING_TRACE_WRITER_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <linux/aio_abi.h>
+#include <sys/types.h>
+
+#include "matching/trace.h"
+
+namespace ubermatch {
+namespace trace {
+
+class TraceWriter {
+public:
+    // Creates path, `header` (header_size bytes, a multiple of 8) first in
+    // it. direct: try direct I/O (else buffered). ok() says whether the file
+    // was made (else every event committed counts as lost).
+    TraceWriter(const std::string &path, const void *header, size_t header_size, bool direct);
+    ~TraceWriter();
+    TraceWriter(const TraceWriter &) = delete;
+    TraceWriter &operator=(const TraceWriter &) = delete;
+
+    bool ok() const { return fd_ >= 0; }
+    int error() const { return error_; } // errno of the file's creation
+    bool direct() const { return ctx_ != 0; }
+
+    // Where the next record goes, and how many fit there.
+    PackedRecord *area() const { return area_; }
+    size_t room() const { return room_; }
+
+    // The first n records at area() go to the file; area() and room() then
+    // name the next chunk.
+    void commit(size_t n);
+    // The first n records at area(), then `end` with end.b += lost(), go to the
+    // file and `header` over its first bytes; the file is closed. Returns
+    // whether the end record and the header were written.
+    bool finish(size_t n, PackedRecord end, const void *header);
+    // The events that did not reach the file (final after finish()).
+    uint64_t lost() const { return lost_; }
+
+private:
+    struct Chunk {
+        char *mem = nullptr;
+        off_t off = 0;         // its bytes' place in the file
+        size_t len = 0;         // bytes to write (0: nothing to reap)
+        bool straddler = false; // an event's record begins in the chunk before and ends in this one
+        bool in_flight = false; // submitted, not yet reaped
+        long result = 0;        // bytes written, or -errno (direct: set when reaped)
+        iocb cb{};
+    };
+
+    void write_chunk(Chunk &c);
+    void reap(Chunk &c); // waits for c's write, retries it, counts its events when lost
+    uint64_t events_ending_in(const Chunk &c) const;
+    bool write_plain(const void *p, size_t n, off_t off) const;
+
+    const size_t header_size_;
+    int fd_ = -1;       // the file (O_DIRECT where direct())
+    int plain_fd_ = -1; // the same file, buffered: retries, the last bytes, the header
+    int error_ = 0;
+    aio_context_t ctx_ = 0;
+    Chunk chunks_[2];
+    int cur_ = 0;
+    size_t used_ = 0;     // bytes of chunks_[cur_] in use (carried bytes and records)
+    off_t allocated_ = 0; // the file's space allocated so far (direct)
+    PackedRecord *area_ = nullptr;
+    size_t room_ = 0;
+    bool failed_ = false;
+    off_t good_end_ = 0; // failed_: the file ends here (a record boundary)
+    uint64_t lost_ = 0;
+};
+
+} // namespace trace
+} // namespace ubermatch
+
+#endif
