@@ -10,6 +10,7 @@
 // MPI_THREAD_MULTIPLE.
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -131,12 +132,23 @@ private:
                ((static_cast<uint32_t>(e.source) + (1u << (kSourceBits - 1))) >> kSourceBits) |
                ((static_cast<uint32_t>(e.tag) + (1u << (kTagBits - 1))) >> kTagBits);
     }
+    // The context as two words: the hint's coll and msg_size as the hint holds
+    // them (one load, its reserved half-word left out), and cid with comm_size.
+    static uint64_t hint_word(const um_hint_t &hint) {
+        static_assert(offsetof(um_hint_t, coll) == 0 && offsetof(um_hint_t, msg_size) == 4 &&
+                          __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+                      "hint_word reads coll and msg_size as one word");
+        uint64_t w;
+        std::memcpy(&w, &hint, sizeof w);
+        return w & 0xffffffff0000ffffull;
+    }
+    static uint64_t cid_word(uint32_t cid, const um_hint_t &hint) { return uint64_t{cid} << 32 | hint.comm_size; }
     void put(uint32_t cid, const um_hint_t &hint, const Event &e) {
         using namespace v4;
-        const uint64_t changed = (cid ^ cid_) | (hint.msg_size ^ msg_size_) | (hint.comm_size ^ comm_size_) |
-                                 (hint.coll ^ coll_) | wide(e);
+        const uint64_t hw = hint_word(hint), cw = cid_word(cid, hint);
+        const uint64_t changed = (hw ^ hint_word_) | (cw ^ cid_word_) | wide(e);
         if (__builtin_expect((changed | (n_ >= due_)) != 0, 0)) {
-            prefix(cid, hint, e);
+            prefix(hw, cw, e.source, e.tag, e.id, e.matched);
         }
         // A wide event's bits that spill into the source and tag fields are
         // ignored by the reader (the wide record has them whole).
@@ -146,7 +158,10 @@ private:
                       e.matched << kIdShift | tag};
     }
     // The records before an event that are due; flushes a full buffer first.
-    __attribute__((noinline)) void prefix(uint32_t cid, const um_hint_t &hint, const Event &e) {
+    // The event's fields come as scalars: by reference the caller would store
+    // them to memory on every event for this rare call.
+    __attribute__((noinline)) void prefix(uint64_t hw, uint64_t cw, int32_t source, int32_t tag, uint64_t id,
+                                          uint64_t matched) {
         if (n_ > room_ - kMaxPerEvent) {
             flush();
         }
@@ -155,20 +170,17 @@ private:
             buf_[n_++] = time_record();
             time_at_ = n_ + kTimeEvery;
         }
-        if (fresh || cid != cid_ || hint.msg_size != msg_size_ || hint.comm_size != comm_size_ ||
-            hint.coll != coll_) {
-            cid_ = cid;
-            msg_size_ = hint.msg_size;
-            comm_size_ = hint.comm_size;
-            coll_ = hint.coll;
-            buf_[n_++] = {static_cast<uint64_t>(cid_) << 32 | static_cast<uint64_t>(coll_) << 4 |
-                              static_cast<uint8_t>(TraceOp::context),
-                          static_cast<uint64_t>(msg_size_) << 32 | comm_size_};
+        if (fresh || hw != hint_word_ || cw != cid_word_) {
+            hint_word_ = hw;
+            cid_word_ = cw;
+            // cid << 32 | coll << 4 | op, msg_size << 32 | comm_size
+            buf_[n_++] = {(cw & ~uint64_t{0xffffffff}) | (hw & 0xffff) << 4 | static_cast<uint8_t>(TraceOp::context),
+                          (hw & ~uint64_t{0xffffffff}) | (cw & 0xffffffff)};
         }
-        if (wide(e) != 0) {
+        if (wide(Event{TraceOp::end, 0, source, tag, id, matched}) != 0) {
             const auto rest = [](uint64_t address) { return (address >> 48) << 3 | (address & 7); };
-            buf_[n_++] = {rest(e.matched) << 39 | rest(e.id) << 20 | static_cast<uint8_t>(TraceOp::wide),
-                          static_cast<uint64_t>(static_cast<uint32_t>(e.tag)) << 32 | static_cast<uint32_t>(e.source)};
+            buf_[n_++] = {rest(matched) << 39 | rest(id) << 20 | static_cast<uint8_t>(TraceOp::wide),
+                          static_cast<uint64_t>(static_cast<uint32_t>(tag)) << 32 | static_cast<uint32_t>(source)};
         }
         due_ = std::min(time_at_, room_ - kMaxPerEvent + 1);
     }
@@ -199,8 +211,7 @@ private:
     size_t n_ = 0;
     size_t due_ = 0;     // at this n_ the next event takes prefix()
     size_t time_at_ = 0; // the next time record at this n_
-    uint32_t cid_ = 0, msg_size_ = 0, comm_size_ = 0; // the context in force
-    uint16_t coll_ = 0;
+    uint64_t hint_word_ = 0, cid_word_ = 0; // the context in force (hint_word(), cid_word())
     const bool threads_;
     std::mutex mu_;
     const Clock clock_;
