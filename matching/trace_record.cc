@@ -124,6 +124,8 @@ public:
 private:
     // Records one event may need: time, context, wide, the event.
     static constexpr size_t kMaxPerEvent = 4;
+    // Kept free after an event: the destructor's last time record.
+    static constexpr size_t kKeep = kMaxPerEvent + 1;
 
     // Whether the event fits its own 16 bytes (v4 in trace.h): 0 when it does.
     static uint64_t wide(const Event &e) {
@@ -162,7 +164,7 @@ private:
     // them to memory on every event for this rare call.
     __attribute__((noinline)) void prefix(uint64_t hw, uint64_t cw, int32_t source, int32_t tag, uint64_t id,
                                           uint64_t matched) {
-        if (n_ > room_ - kMaxPerEvent) {
+        if (n_ > room_ - kKeep) {
             flush();
         }
         const bool fresh = n_ == 0; // a buffer starts with the time and the context
@@ -182,7 +184,7 @@ private:
             buf_[n_++] = {rest(matched) << 39 | rest(id) << 20 | static_cast<uint8_t>(TraceOp::wide),
                           static_cast<uint64_t>(static_cast<uint32_t>(tag)) << 32 | static_cast<uint32_t>(source)};
         }
-        due_ = std::min(time_at_, room_ - kMaxPerEvent + 1);
+        due_ = std::min(time_at_, room_ - kKeep + 1);
     }
     PackedRecord time_record() const {
         return {static_cast<uint8_t>(TraceOp::time), clock_.ticks() - clock_.tick0()};

@@ -258,3 +258,33 @@ TEST_CASE("a writer that never finishes leaves a file the reader calls unfinishe
         }
     }
 }
+
+TEST_CASE("the last time record fits whatever the last events needed", "[trace]") {
+    // Events that change the context or carry an unaligned address (a wide
+    // record) at random, as an LCG draws them: with seed 105 the 16270th event
+    // ends exactly at the first chunk's last slot (the recorder's rules,
+    // simulated), where the destructor's time record went one past it (ASan).
+    constexpr uint64_t kSeed = 105;
+    constexpr int kEvents = 16270;
+    TempDir dir;
+    std::string err;
+    REQUIRE(trace::start(dir.path.c_str(), false, err));
+    uint32_t msg_size = 0;
+    {
+        std::unique_ptr<Engine> e = trace::record(make_engine("list", 2, default_params()), 0, 0);
+        um_match_t m{};
+        uint64_t x = kSeed;
+        for (int i = 0; i < kEvents; ++i) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            msg_size ^= static_cast<uint32_t>((x >> 33) & 1); // a new context when it flips
+            const bool wide = ((x >> 34) & 1) != 0;
+            const um_hint_t hint{0, 0, msg_size, 2};
+            const uintptr_t address = uintptr_t{0x1000} + 16 * static_cast<uintptr_t>(i) + (wide ? 1 : 0);
+            REQUIRE(e->arrive(1, 5, hint, reinterpret_cast<void *>(address), &m) == UM_OK);
+        }
+    }
+    trace::start("", false, err);
+    const trace::TraceFile f = trace::read_file(dir.path + "/rank-0.umt");
+    REQUIRE(f.records.size() == 1 + static_cast<size_t>(kEvents)); // comm_create first
+    CHECK(f.records.back().msg_size == msg_size);
+}
