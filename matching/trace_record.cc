@@ -89,8 +89,9 @@ public:
     Recorder(const std::string &dir, int32_t rank, const char *backend, bool threads, bool direct)
         : threads_(threads),
           path_(dir + "/rank-" + std::to_string(rank >= 0 ? rank : static_cast<int32_t>(getpid())) + ".umt"),
-          header_(make_header(rank, clock_.t0_ns(), backend)), out_(path_, &header_, sizeof header_, direct),
-          buf_(out_.area()), room_(out_.room()) {
+          header_(make_header(rank, clock_.t0_ns(), backend)), out_(path_, &header_, sizeof header_, direct) {
+        buf_ = out_.area();
+        room_ = out_.room();
         if (!out_.ok()) {
             std::fprintf(stderr, "ubermatch trace: cannot create %s (%s): recording nothing\n", path_.c_str(),
                          std::strerror(out_.error()));
@@ -209,19 +210,19 @@ private:
         due_ = 0; // the next event starts the buffer with its time and context
     }
 
-    // The append's state first, together.
+    // The append's state first, together (one cache line).
     size_t n_ = 0;
-    size_t due_ = 0;     // at this n_ the next event takes prefix()
-    size_t time_at_ = 0; // the next time record at this n_
+    size_t due_ = 0;              // at this n_ the next event takes prefix()
+    PackedRecord *buf_ = nullptr; // out_'s area
     uint64_t hint_word_ = 0, cid_word_ = 0; // the context in force (hint_word(), cid_word())
     const bool threads_;
+    size_t time_at_ = 0; // the next time record at this n_
+    size_t room_ = 0;    // records that fit at buf_
     std::mutex mu_;
     const Clock clock_;
     const std::string path_;
     TraceHeader header_;
     TraceWriter out_;
-    PackedRecord *buf_; // out_'s area
-    size_t room_;       // records that fit at buf_
 };
 
 std::string g_dir;
