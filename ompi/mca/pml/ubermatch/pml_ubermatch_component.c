@@ -240,7 +240,7 @@ static int mca_pml_ubermatch_component_register(void)
     cfg->trace_direct = true;
     (void) register_var("trace_direct",
                         "Write the matching trace with direct I/O (O_DIRECT, Linux AIO: no copy "
-                        "into the page cache, half of what recording costs a message) where the "
+                        "into the page cache, a third of what recording costs a message) where the "
                         "trace directory's file system takes it, else through the page cache; "
                         "off: always through the page cache",
                         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, &cfg->trace_direct);
