@@ -17,7 +17,7 @@ params() { # framework component
         awk -F: -v fw="$1" -v comp="$2" '
             $1 == "mca" && $2 == fw && $3 == comp && $4 == "param" {
                 name = $5; field = $6
-                rest = $0; sub("^([^:]*:){6}", "", rest)
+                rest = $0; sub("^[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:", "", rest) # no {6}: mawk lacks intervals
                 if (!(name in seen)) { seen[name] = 1; order[n++] = name }
                 if (field == "value") value[name] = rest
                 else if (field == "help") help[name] = rest

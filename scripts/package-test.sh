@@ -80,6 +80,10 @@ check "MPI tests from the installed copy" mpi_run
 check "engine_demo installed" sh -c 'engine_demo --list-backends | grep -qw list'
 check "standalone program against -lubermatch" linked_demo
 check "man page" sh -c 'man -w 7 ubermatch >/dev/null 2>&1 || test -f /usr/share/man/man7/ubermatch.7.gz'
+# Each parameter as its type and default, not ompi_info's raw lines (mawk once left them whole).
+check "man page lists parameters with type and default" sh -c \
+    'page=$(zcat /usr/share/man/man7/ubermatch.7.gz) && printf "%s\n" "$page" | grep -qx "(string, default .fIauto.fR)" &&
+     ! printf "%s\n" "$page" | grep -q "mca:pml:ubermatch:param"'
 
 echo "== dpkg -r"
 dpkg -r ubermatch
