@@ -93,8 +93,8 @@ static_assert(sizeof(TraceRecord) == 48, "trace record layout");
 //   context: a = cid << 32 | coll << 4 | op, b = msg_size << 32 | hint_comm_size
 //   time:    b = clock ticks since t0_ns
 //   end:     b = events dropped
-// Every buffer written starts with a time and a context record, so a buffer
-// lost to a failed write leaves the next one readable.
+// Every buffer written starts with a time and a context record. A write that
+// fails twice ends the file at the last whole record before it (trace_writer.h).
 struct PackedRecord {
     uint64_t a;
     uint64_t b;

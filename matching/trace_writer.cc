@@ -38,6 +38,7 @@ TraceWriter::TraceWriter(const std::string &path, const void *header, size_t hea
     for (Chunk &c : chunks_) {
         void *p = nullptr;
         if (::posix_memalign(&p, kAlign, kChunkBytes) != 0) {
+            std::free(chunks_[0].mem); // no destructor runs for a constructor that throws
             throw std::bad_alloc();
         }
         c.mem = static_cast<char *>(p);
@@ -74,8 +75,16 @@ TraceWriter::TraceWriter(const std::string &path, const void *header, size_t hea
 }
 
 TraceWriter::~TraceWriter() {
+    close_files();
+    for (Chunk &c : chunks_) {
+        std::free(c.mem);
+    }
+}
+
+void TraceWriter::close_files() {
     if (ctx_ != 0) {
-        io_destroy(ctx_); // waits for the writes in flight: their memory goes next
+        io_destroy(ctx_); // waits for the writes in flight
+        ctx_ = 0;
     }
     if (fd_ >= 0 && fd_ != plain_fd_) {
         ::close(fd_);
@@ -83,9 +92,7 @@ TraceWriter::~TraceWriter() {
     if (plain_fd_ >= 0) {
         ::close(plain_fd_);
     }
-    for (Chunk &c : chunks_) {
-        std::free(c.mem);
-    }
+    fd_ = plain_fd_ = -1;
 }
 
 bool TraceWriter::write_plain(const void *p, size_t n, off_t off) const {
@@ -105,12 +112,12 @@ bool TraceWriter::write_plain(const void *p, size_t n, off_t off) const {
     return n == 0;
 }
 
-void TraceWriter::write_chunk(Chunk &c) {
+void TraceWriter::write_chunk(Chunk &c, bool may_direct) {
     c.result = -EIO;
     if (failed_ || c.len == 0) {
         return;
     }
-    if (!direct()) {
+    if (!may_direct || !direct()) {
         c.result = write_plain(c.mem, c.len, c.off) ? static_cast<long>(c.len) : -EIO;
         return;
     }
@@ -182,7 +189,7 @@ void TraceWriter::commit(size_t n) {
     Chunk &next = chunks_[cur_ ^ 1];
     const size_t aligned = used_ & ~(kAlign - 1);
     c.len = aligned;
-    write_chunk(c);
+    write_chunk(c, true);
     reap(next); // the write before: its memory takes what c leaves
     const size_t tail = used_ - aligned;
     std::memcpy(next.mem, c.mem + aligned, tail);
@@ -207,25 +214,14 @@ bool TraceWriter::finish(size_t n, PackedRecord end, const void *header) {
     reap(chunks_[cur_ ^ 1]);
     // What is left is no multiple of 4 KiB: buffered, after every direct write.
     c.len = used_;
-    c.in_flight = false;
-    c.result = !failed_ && write_plain(c.mem, c.len, c.off) ? static_cast<long>(c.len) : -EIO;
+    write_chunk(c, false);
     reap(c);
     const off_t end_at = failed_ ? good_end_ : c.off + static_cast<off_t>(used_);
     end.b += lost_;
     // The space allocated ahead (or what follows a failed write) is cut off.
     const bool whole = plain_fd_ >= 0 && ::ftruncate(plain_fd_, end_at) == 0 &&
                        write_plain(&end, sizeof end, end_at) && write_plain(header, header_size_, 0);
-    if (ctx_ != 0) {
-        io_destroy(ctx_);
-        ctx_ = 0;
-    }
-    if (fd_ >= 0 && fd_ != plain_fd_) {
-        ::close(fd_);
-    }
-    if (plain_fd_ >= 0) {
-        ::close(plain_fd_);
-    }
-    fd_ = plain_fd_ = -1;
+    close_files();
     return whole;
 }
 

@@ -68,10 +68,12 @@ private:
         iocb cb{};
     };
 
-    void write_chunk(Chunk &c);
+    // Writes c (direct and in flight where may_direct and direct(), else at once).
+    void write_chunk(Chunk &c, bool may_direct);
     void reap(Chunk &c); // waits for c's write, retries it, counts its events when lost
     uint64_t events_ending_in(const Chunk &c) const;
     bool write_plain(const void *p, size_t n, off_t off) const;
+    void close_files(); // waits for the writes in flight first: their memory may go next
 
     const size_t header_size_;
     int fd_ = -1;       // the file (O_DIRECT where direct())
