@@ -8,6 +8,7 @@ packages=(
     libopenmpi-dev openmpi-bin libucx-dev ucx-utils libhwloc-dev
     catch2 libbenchmark-dev gnuplot-nox python3
     iproute2 # test/multihost: network namespaces
+    util-linux-extra # replay/test-replay.sh: fincore (a trace written with direct I/O is not in the page cache)
 )
 
 missing=()
