@@ -12,7 +12,11 @@
 # inside the runs, and Spearman's rho between the replay's ranking and each of
 # the two.
 #
-#   bash replay/rank-check.sh [BUILD_DIR] [--reps R] [--np N] [--proxies "fds radix ..."]
+#   bash replay/rank-check.sh [BUILD_DIR] [--reps R] [--np N] [--proxies "fds radix ..."] [--scale K]
+#
+# --scale K runs every proxy K times as many iterations (recorded and real
+# runs): the default sizes take ~0.1 s on 2 busy cores but 5-30 ms on 2 idle
+# ones, too short for wall times to tell backends 10% apart.
 #
 # scripts/env.sh sourced. The real runs have pml_ubermatch_timers on, so that
 # the same runs also give the engine's own search time in the run ("engine ms":
@@ -24,26 +28,29 @@ build=build
 reps=3
 np=4
 proxies="radix nbody miniamr fds"
+scale=1
 while [ $# -gt 0 ]; do
     case $1 in
     --reps) reps=$2; shift 2 ;;
     --np) np=$2; shift 2 ;;
     --proxies) proxies=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "rank-check.sh: unknown argument '$1' (valid: BUILD_DIR, --reps R, --np N, --proxies LIST)" >&2; exit 2 ;;
+    --scale) scale=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "rank-check.sh: unknown argument '$1' (valid: BUILD_DIR, --reps R, --np N, --proxies LIST, --scale K)" >&2; exit 2 ;;
     *) build=$1; shift ;;
     esac
 done
+case $scale in '' | *[!0-9]* | 0) echo "rank-check.sh: --scale takes a whole number >= 1, not '$scale'" >&2; exit 2 ;; esac
 replay=$build/replay/ubermatch-replay
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-args_of() { # the proxy's size: about 0.1 s of work at np 4 on 2 busy cores
+args_of() { # the proxy's size: about 0.1 s of work at np 4 on 2 busy cores (--scale 1)
     case $1 in
-    radix) echo "--size 20000 --iters 10" ;;
-    nbody) echo "--size 256 --iters 10" ;;
-    miniamr) echo "--size 16 --iters 200" ;;
-    fds) echo "--size 64 --iters 1000" ;;
+    radix) echo "--size 20000 --iters $((10 * scale))" ;;
+    nbody) echo "--size 256 --iters $((10 * scale))" ;;
+    miniamr) echo "--size 16 --iters $((200 * scale))" ;;
+    fds) echo "--size 64 --iters $((1000 * scale))" ;;
     *) echo "rank-check.sh: unknown proxy '$1' (valid: radix nbody miniamr fds)" >&2; exit 2 ;;
     esac
 }
@@ -58,7 +65,7 @@ mpi() { # backend, proxy, the proxy's extra options ("" or --stats), mpirun's ex
 
 median() { awk '{ v[NR] = $1 } END { m = int((NR + 1) / 2); h = int((NR + 2) / 2); print (v[m] + v[h]) / 2 }'; } # sorted input
 
-echo "# rank-check: np $np, $reps real runs per backend, load before $(cat /proc/loadavg)"
+echo "# rank-check: np $np, $reps real runs per backend, scale $scale, load before $(cat /proc/loadavg)"
 start=$SECONDS
 verdicts=()
 for proxy in $proxies; do

@@ -249,7 +249,7 @@ static int proxy_finish(const proxy_t *p, double checksum)
         proxy_print_stats(p);
     }
     if (0 == p->rank) {
-        printf("PASS %s np %d size %ld iters %ld seconds %.3f checksum %.17g\n", p->name, p->np,
+        printf("PASS %s np %d size %ld iters %ld seconds %.6f checksum %.17g\n", p->name, p->np,
                p->size, p->iters, seconds, checksum);
         fflush(stdout);
     }
