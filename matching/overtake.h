@@ -16,8 +16,9 @@
 // wait, so an ANY_TAG receive finds one in a probe or two, not a scan.
 //
 // The engine is a template over the table (overtake_table.h); the registry's
-// `overtake` uses linear probing (kOvertakeTable, chosen by measurement), the
-// other stays for the benchmark and the tests (make_overtake_engine).
+// `overtake` uses the two-level table (kOvertakeTable, chosen by
+// measurement), the other stays for the benchmark and the tests
+// (make_overtake_engine).
 #ifndef UBERMATCH_MATCHING_OVERTAKE_H
 #define UBERMATCH_MATCHING_OVERTAKE_H
 
@@ -92,11 +93,11 @@ private:
     const char *const name_;
 };
 
-// The table of the registry's overtake backends (docs/relaxed.md): linear
-// probing, flat from 16 to 8192 random keys in a third of the memory. The
-// two-level table is ahead up to 1024 keys (within 4-11 % on a loaded core,
-// 1.4x on an idle one) and behind at 8192 (1.4-2.3x: its stash grows).
-inline constexpr const char *kOvertakeTable = "open";
+// The table of the registry's overtake backends (docs/relaxed.md): the
+// two-level table, 1.6x linear probing's matches/s on 16-1024 random keys and
+// 1.1-1.25x at 8192, as fast on one key matched and posted again; 1.5-3x its
+// memory.
+inline constexpr const char *kOvertakeTable = "two-level";
 
 // "open" or "two-level" (overtake_table.h); nullptr for another name.
 // any_tag: ANY_TAG receives and probes allowed (overtake-anytag).

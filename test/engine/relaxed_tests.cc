@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <random>
 #include <vector>
 
 #include "matching/overtake.h"
@@ -124,6 +126,105 @@ TEST_CASE("relaxed backends keep MPI order within a (source, tag)", "[relaxed]")
             void *m = nullptr;
             REQUIRE(post(*e, 2, 9, 600, &m) == UM_OK);
             CHECK(m == h(400));
+        }
+    }
+}
+
+// The two-level table's stash (keys colliding in both levels) is a table of
+// its own: keys there are found, erased (moving its other keys) and carried
+// through every resize, like the keys of the two levels.
+TEST_CASE("two-level table: keys past both levels are found, erased and kept through resizes", "[relaxed]") {
+    overtake::TwoLevelTable t;
+    std::mt19937_64 rng(14);
+    std::map<uint64_t, uintptr_t> live; // key -> handle
+    const auto find = [&t](uint64_t k, uint32_t &inspected) {
+        overtake::TwoLevelTable::Pos pos{};
+        inspected = 0;
+        return t.find(k, inspected, pos);
+    };
+    const auto check_all = [&] {
+        size_t past_levels = 0;
+        for (const auto &[k, handle] : live) {
+            uint32_t inspected = 0;
+            const overtake::Slot *s = find(k, inspected);
+            REQUIRE(s != nullptr);
+            REQUIRE(s->handle == h(handle));
+            past_levels += inspected > 2 ? 1 : 0; // neither the primary nor the secondary slot
+        }
+        CHECK(t.size() == live.size());
+        return past_levels;
+    };
+    const auto add = [&](size_t n) {
+        for (size_t i = 0; i < n; ++i) {
+            const uint64_t k = pack_key(static_cast<int32_t>(rng() % 1024), static_cast<int32_t>(rng() % 65536));
+            overtake::TwoLevelTable::Pos pos{};
+            uint32_t inspected = 0;
+            if (t.find(k, inspected, pos) == nullptr) {
+                const uintptr_t handle = 8 * (live.size() + 1);
+                t.insert(pos, overtake::Slot{k, h(handle), nullptr});
+                live.emplace(k, handle);
+            }
+        }
+    };
+    add(6000);
+    CHECK(check_all() > 0); // some keys live in the stash
+    // Erase every other key, stash keys among them.
+    bool odd = false;
+    for (auto it = live.begin(); it != live.end();) {
+        odd = !odd;
+        if (!odd) {
+            ++it;
+            continue;
+        }
+        uint32_t inspected = 0;
+        overtake::Slot *s = find(it->first, inspected);
+        REQUIRE(s != nullptr);
+        t.erase(s);
+        REQUIRE(find(it->first, inspected) == nullptr);
+        it = live.erase(it);
+    }
+    check_all();
+    add(20000); // several resizes, each carrying the stash
+    CHECK(check_all() > 0);
+
+    // Keys of one hash collide in both levels at every size: all but two go
+    // to the stash, in one probe run there; erasing from its middle must
+    // keep the keys after it found. Key i = k0 + i * d with d the inverse of
+    // the hash's multiplier mod 2^64, so key i times it is k0's product + i.
+    uint64_t d = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 6; ++i) {
+        d *= 2 - 0x9e3779b97f4a7c15ull * d; // Newton's step for the inverse
+    }
+    REQUIRE(d * 0x9e3779b97f4a7c15ull == 1);
+    overtake::TwoLevelTable one;
+    std::vector<uint64_t> same;
+    for (uint64_t i = 0; same.size() < 12; ++i) {
+        const uint64_t k = 42 + i * d;
+        if ((k & overtake::kMessage) == 0 && static_cast<uint32_t>(k) != 0xffffffffu) { // a valid key
+            same.push_back(k);
+        }
+    }
+    for (uint64_t k : same) {
+        overtake::TwoLevelTable::Pos pos{};
+        uint32_t inspected = 0;
+        REQUIRE(one.find(k, inspected, pos) == nullptr);
+        one.insert(pos, overtake::Slot{k, h(k | 8), nullptr});
+    }
+    {
+        overtake::TwoLevelTable::Pos pos{};
+        uint32_t inspected = 0;
+        REQUIRE(one.find(same.back(), inspected, pos) != nullptr);
+        REQUIRE(inspected >= same.size()); // the premise: both levels, then the whole run before it
+    }
+    for (size_t gone = 0; gone < same.size(); gone += 3) { // from the levels and the stash's run
+        overtake::TwoLevelTable::Pos pos{};
+        uint32_t inspected = 0;
+        overtake::Slot *s = one.find(same[gone], inspected, pos);
+        REQUIRE(s != nullptr);
+        one.erase(s);
+        for (size_t j = 0; j < same.size(); ++j) {
+            const bool erased = j <= gone && j % 3 == 0;
+            CHECK((one.find(same[j], inspected, pos) == nullptr) == erased);
         }
     }
 }
