@@ -176,8 +176,11 @@ public:
         pos = positions(h);
         Slot &p = primary_[pos.primary];
         ++inspected;
-        if (p.same(k) || spilled_ == 0) { // nothing past the primary table: a miss is one load
-            return p.same(k) ? &p : nullptr;
+        if (p.same(k)) {
+            return &p;
+        }
+        if (spilled_ == 0) { // nothing past the primary table: a miss is one load
+            return nullptr;
         }
         Slot &s = secondary_[pos.secondary];
         ++inspected;
