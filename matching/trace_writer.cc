@@ -158,9 +158,8 @@ void TraceWriter::reap(Chunk &c) {
     }
     if (!failed_ && c.result != static_cast<long>(c.len) && !write_plain(c.mem, c.len, c.off)) {
         failed_ = true;
-        good_end_ = c.off <= static_cast<off_t>(header_size_)
-                        ? static_cast<off_t>(header_size_)
-                        : c.off - (c.off - static_cast<off_t>(header_size_)) % static_cast<off_t>(sizeof(PackedRecord));
+        good_end_ = c.off <= static_cast<off_t>(header_size_) ? static_cast<off_t>(header_size_)
+                                                                : c.off - into_record(c.off);
     }
     if (failed_) {
         lost_ += events_ending_in(c);
@@ -174,7 +173,7 @@ uint64_t TraceWriter::events_ending_in(const Chunk &c) const {
     uint64_t n = c.straddler ? 1 : 0;
     const off_t hs = static_cast<off_t>(header_size_);
     const off_t rs = static_cast<off_t>(sizeof(PackedRecord));
-    size_t p = c.off < hs ? static_cast<size_t>(hs - c.off) : static_cast<size_t>((rs - (c.off - hs) % rs) % rs);
+    size_t p = static_cast<size_t>(c.off < hs ? hs - c.off : (rs - into_record(c.off)) % rs);
     for (; p + sizeof(PackedRecord) <= c.len; p += sizeof(PackedRecord)) {
         PackedRecord r;
         std::memcpy(&r, c.mem + p, sizeof r);
@@ -195,11 +194,11 @@ void TraceWriter::commit(size_t n) {
     std::memcpy(next.mem, c.mem + aligned, tail);
     next.off = c.off + static_cast<off_t>(aligned);
     // The record across the cut, if one is: counted by next.
-    const size_t into = static_cast<size_t>(next.off - static_cast<off_t>(header_size_)) % sizeof(PackedRecord);
+    const off_t into = aligned != 0 ? into_record(next.off) : 0;
     next.straddler = false;
-    if (aligned != 0 && into != 0) {
+    if (into != 0) {
         PackedRecord r;
-        std::memcpy(&r, c.mem + aligned - into, sizeof r);
+        std::memcpy(&r, c.mem + aligned - static_cast<size_t>(into), sizeof r);
         next.straddler = is_event(op_of(r));
     }
     cur_ ^= 1;

@@ -72,6 +72,11 @@ private:
     void write_chunk(Chunk &c, bool may_direct);
     void reap(Chunk &c); // waits for c's write, retries it, counts its events when lost
     uint64_t events_ending_in(const Chunk &c) const;
+    // Bytes from the start of the record that file offset off (>= the header's
+    // size) falls in: records are 16 bytes from the header on.
+    off_t into_record(off_t off) const {
+        return (off - static_cast<off_t>(header_size_)) % static_cast<off_t>(sizeof(PackedRecord));
+    }
     bool write_plain(const void *p, size_t n, off_t off) const;
     void close_files(); // waits for the writes in flight first: their memory may go next
 

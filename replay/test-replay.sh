@@ -80,10 +80,10 @@ if dd if=/dev/zero of="$tmp/probe" bs=4096 count=1 oflag=direct status=none 2>/d
             --mca pml_ubermatch_trace "$tmp/io-$d" --mca pml_ubermatch_trace_direct $d \
             "$build/examples/proxies/fds" --size 64 --iters 500 >"$tmp/io-$d.log" 2>&1 </dev/null
     done
-    check "a trace written with direct I/O is not in the page cache ($(cached_share "$tmp/io-true/rank-0.umt")%)" \
-        test "$(cached_share "$tmp/io-true/rank-0.umt")" -lt 50
-    check "with pml_ubermatch_trace_direct false it is ($(cached_share "$tmp/io-false/rank-0.umt")%)" \
-        test "$(cached_share "$tmp/io-false/rank-0.umt")" -ge 50
+    direct_share=$(cached_share "$tmp/io-true/rank-0.umt")
+    buffered_share=$(cached_share "$tmp/io-false/rank-0.umt")
+    check "a trace written with direct I/O is not in the page cache ($direct_share%)" test "$direct_share" -lt 50
+    check "with pml_ubermatch_trace_direct false it is ($buffered_share%)" test "$buffered_share" -ge 50
 else
     echo "skipped: the file system under $tmp refuses O_DIRECT or fallocate (direct I/O not checked, not counted)"
 fi
