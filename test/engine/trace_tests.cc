@@ -17,6 +17,7 @@
 
 #include "matching/registry.h"
 #include "matching/trace.h"
+#include "test/engine/trace_test_dir.h"
 
 using namespace ubermatch;
 using trace::TraceOp;
@@ -26,24 +27,6 @@ namespace {
 
 void *h(uintptr_t v) { return reinterpret_cast<void *>(v); }
 const um_hint_t kP2P{};
-
-// A fresh directory, recording on (or off when leaving scope).
-struct Recording {
-    explicit Recording(bool threads) {
-        char tmpl[] = "/tmp/um-trace-test-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        dir = tmpl;
-        std::string err;
-        REQUIRE(trace::start(dir.c_str(), threads, err));
-    }
-    ~Recording() {
-        std::string err;
-        trace::start("", false, err);
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-    }
-    std::string dir;
-};
 
 struct Step {
     TraceOp op;

@@ -23,6 +23,7 @@
 #include "matching/registry.h"
 #include "matching/trace.h"
 #include "matching/trace_writer.h"
+#include "test/engine/trace_test_dir.h"
 
 using namespace ubermatch;
 using trace::PackedRecord;
@@ -32,19 +33,6 @@ using trace::TraceWriter;
 namespace {
 
 constexpr size_t kHeader = 56; // as TraceHeader
-
-struct TempDir {
-    TempDir() {
-        char tmpl[] = "/tmp/um-writer-test-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        path = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-    std::string path;
-};
 
 // Whether this file system takes what direct() needs: O_DIRECT and fallocate.
 bool takes_direct(const std::string &dir) {
@@ -218,9 +206,7 @@ TEST_CASE("a failed write ends the file at its last whole record and counts ever
 TEST_CASE("a trace of many chunks is read back whole, direct or buffered", "[trace]") {
     for (bool direct : {true, false}) {
         INFO("direct " << direct);
-        TempDir dir;
-        std::string err;
-        REQUIRE(trace::start(dir.path.c_str(), false, err, direct));
+        Recording rec(false, direct);
         constexpr int kMessages = 150000; // 300000 events: 4.6 MiB
         {
             std::unique_ptr<Engine> e = trace::record(make_engine("list", 4, default_params()), 0, 0);
@@ -233,8 +219,8 @@ TEST_CASE("a trace of many chunks is read back whole, direct or buffered", "[tra
                 REQUIRE(e->arrive(i % 4, i % 1000, hint, msg, &m) == UM_OK);
             }
         }
-        trace::start("", false, err);
-        const trace::TraceFile f = trace::read_file(dir.path + "/rank-0.umt");
+        rec.stop();
+        const trace::TraceFile f = trace::read_file(rec.dir + "/rank-0.umt");
         CHECK(f.dropped == 0);
         REQUIRE(f.records.size() == 1 + 2 * static_cast<size_t>(kMessages)); // comm_create first
         uint64_t bad = 0;
@@ -290,9 +276,7 @@ TEST_CASE("the last time record fits whatever the last events needed", "[trace]"
     // simulated), where the destructor's time record went one past it (ASan).
     constexpr uint64_t kSeed = 105;
     constexpr int kEvents = 16270;
-    TempDir dir;
-    std::string err;
-    REQUIRE(trace::start(dir.path.c_str(), false, err));
+    Recording rec(false);
     uint32_t msg_size = 0;
     {
         std::unique_ptr<Engine> e = trace::record(make_engine("list", 2, default_params()), 0, 0);
@@ -307,8 +291,8 @@ TEST_CASE("the last time record fits whatever the last events needed", "[trace]"
             REQUIRE(e->arrive(1, 5, hint, reinterpret_cast<void *>(address), &m) == UM_OK);
         }
     }
-    trace::start("", false, err);
-    const trace::TraceFile f = trace::read_file(dir.path + "/rank-0.umt");
+    rec.stop();
+    const trace::TraceFile f = trace::read_file(rec.dir + "/rank-0.umt");
     REQUIRE(f.records.size() == 1 + static_cast<size_t>(kEvents)); // comm_create first
     CHECK(f.records.back().msg_size == msg_size);
 }
