@@ -134,19 +134,24 @@ TEST_CASE("relaxed backends keep MPI order within a (source, tag)", "[relaxed]")
 // its own: keys there are found, erased (moving its other keys) and carried
 // through every resize, like the keys of the two levels.
 TEST_CASE("two-level table: keys past both levels are found, erased and kept through resizes", "[relaxed]") {
+    // A search of t for k; *inspected: the slots it looked at.
+    const auto find = [](overtake::TwoLevelTable &t, uint64_t k, uint32_t *inspected = nullptr) {
+        overtake::TwoLevelTable::Pos pos{};
+        uint32_t n = 0;
+        overtake::Slot *s = t.find(k, n, pos);
+        if (inspected != nullptr) {
+            *inspected = n;
+        }
+        return s;
+    };
     overtake::TwoLevelTable t;
     std::mt19937_64 rng(14);
     std::map<uint64_t, uintptr_t> live; // key -> handle
-    const auto find = [&t](uint64_t k, uint32_t &inspected) {
-        overtake::TwoLevelTable::Pos pos{};
-        inspected = 0;
-        return t.find(k, inspected, pos);
-    };
     const auto check_all = [&] {
         size_t past_levels = 0;
         for (const auto &[k, handle] : live) {
             uint32_t inspected = 0;
-            const overtake::Slot *s = find(k, inspected);
+            const overtake::Slot *s = find(t, k, &inspected);
             REQUIRE(s != nullptr);
             REQUIRE(s->handle == h(handle));
             past_levels += inspected > 2 ? 1 : 0; // neither the primary nor the secondary slot
@@ -157,11 +162,9 @@ TEST_CASE("two-level table: keys past both levels are found, erased and kept thr
     const auto add = [&](size_t n) {
         for (size_t i = 0; i < n; ++i) {
             const uint64_t k = pack_key(static_cast<int32_t>(rng() % 1024), static_cast<int32_t>(rng() % 65536));
-            overtake::TwoLevelTable::Pos pos{};
-            uint32_t inspected = 0;
-            if (t.find(k, inspected, pos) == nullptr) {
+            if (find(t, k) == nullptr) {
                 const uintptr_t handle = 8 * (live.size() + 1);
-                t.insert(pos, overtake::Slot{k, h(handle), nullptr});
+                overtake::adopt(t, overtake::Slot{k, h(handle), nullptr});
                 live.emplace(k, handle);
             }
         }
@@ -176,11 +179,10 @@ TEST_CASE("two-level table: keys past both levels are found, erased and kept thr
             ++it;
             continue;
         }
-        uint32_t inspected = 0;
-        overtake::Slot *s = find(it->first, inspected);
+        overtake::Slot *s = find(t, it->first);
         REQUIRE(s != nullptr);
         t.erase(s);
-        REQUIRE(find(it->first, inspected) == nullptr);
+        REQUIRE(find(t, it->first) == nullptr);
         it = live.erase(it);
     }
     check_all();
@@ -205,26 +207,19 @@ TEST_CASE("two-level table: keys past both levels are found, erased and kept thr
         }
     }
     for (uint64_t k : same) {
-        overtake::TwoLevelTable::Pos pos{};
-        uint32_t inspected = 0;
-        REQUIRE(one.find(k, inspected, pos) == nullptr);
-        one.insert(pos, overtake::Slot{k, h(k | 8), nullptr});
+        REQUIRE(find(one, k) == nullptr);
+        overtake::adopt(one, overtake::Slot{k, h(k | 8), nullptr});
     }
-    {
-        overtake::TwoLevelTable::Pos pos{};
-        uint32_t inspected = 0;
-        REQUIRE(one.find(same.back(), inspected, pos) != nullptr);
-        REQUIRE(inspected >= same.size()); // the premise: both levels, then the whole run before it
-    }
+    uint32_t inspected = 0;
+    REQUIRE(find(one, same.back(), &inspected) != nullptr);
+    REQUIRE(inspected >= same.size()); // the premise: both levels, then the whole run before it
     for (size_t gone = 0; gone < same.size(); gone += 3) { // from the levels and the stash's run
-        overtake::TwoLevelTable::Pos pos{};
-        uint32_t inspected = 0;
-        overtake::Slot *s = one.find(same[gone], inspected, pos);
+        overtake::Slot *s = find(one, same[gone]);
         REQUIRE(s != nullptr);
         one.erase(s);
         for (size_t j = 0; j < same.size(); ++j) {
             const bool erased = j <= gone && j % 3 == 0;
-            CHECK((one.find(same[j], inspected, pos) == nullptr) == erased);
+            CHECK((find(one, same[j]) == nullptr) == erased);
         }
     }
 }
