@@ -55,12 +55,13 @@ struct Slot {
     bool same(uint64_t k) const { return (key & ~kMessage) == k; }
 };
 
-// The two-level table's 32-bit hash: the high half of the key times 2^64 /
-// golden ratio, where source and tag both reach every bit (one multiply: the
-// match's critical path is this hash, then one load).
-inline uint32_t hash_key(uint64_t key) {
-    return static_cast<uint32_t>((key * 0x9e3779b97f4a7c15ull) >> 32);
-}
+// 2^64 / golden ratio (odd): both tables hash a key by multiplying by it and
+// keeping high bits, where source and tag both reach.
+inline constexpr uint64_t kFibonacci = 0x9e3779b97f4a7c15ull;
+
+// The two-level table's 32-bit hash: the product's high half (one multiply:
+// the match's critical path is this hash, then one load).
+inline uint32_t hash_key(uint64_t key) { return static_cast<uint32_t>((key * kFibonacci) >> 32); }
 
 class OpenTable {
 public:
@@ -127,8 +128,8 @@ public:
 
 private:
     static constexpr uint32_t kFirst = 16;
-    // The high bits of the key times 2^64 / golden ratio (shift_: 64 - log2 of the size).
-    uint32_t home(uint64_t k) const { return static_cast<uint32_t>((k * 0x9e3779b97f4a7c15ull) >> shift_); }
+    // The high bits of the key times kFibonacci (shift_: 64 - log2 of the size).
+    uint32_t home(uint64_t k) const { return static_cast<uint32_t>((k * kFibonacci) >> shift_); }
     unsigned shift_ = 60;
 
     void grow() {

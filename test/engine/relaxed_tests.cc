@@ -193,11 +193,11 @@ TEST_CASE("two-level table: keys past both levels are found, erased and kept thr
     // to the stash, in one probe run there; erasing from its middle must
     // keep the keys after it found. Key i = k0 + i * d with d the inverse of
     // the hash's multiplier mod 2^64, so key i times it is k0's product + i.
-    uint64_t d = 0x9e3779b97f4a7c15ull;
+    uint64_t d = overtake::kFibonacci;
     for (int i = 0; i < 6; ++i) {
-        d *= 2 - 0x9e3779b97f4a7c15ull * d; // Newton's step for the inverse
+        d *= 2 - overtake::kFibonacci * d; // Newton's step for the inverse
     }
-    REQUIRE(d * 0x9e3779b97f4a7c15ull == 1);
+    REQUIRE(d * overtake::kFibonacci == 1);
     overtake::TwoLevelTable one;
     std::vector<uint64_t> same;
     for (uint64_t i = 0; same.size() < 12; ++i) {
