@@ -95,7 +95,7 @@ Found OvertakeEngine<Table>::match(uint64_t want, uint64_t put, void *handle, bo
         e->q.next = s->more;
         s->more = e;
     } else {
-        table_.insert(pos, Slot{put, handle, nullptr});
+        table_.insert(pos, put, handle, nullptr);
         if (for_any_tag(put)) {
             add_message_key(source_of(put), tag_of(put));
         }

@@ -52,10 +52,12 @@ protected:
 private:
     // Takes an element of `want` (a key with its kind bit) or, when queue is
     // set, queues `handle` under `put` (the same key, the other kind).
-    Found match(uint64_t want, uint64_t put, void *handle, bool queue);
+    // match() and take() are forced inline into the do_* calls: GCC kept them
+    // as calls, and their frames cost 1-1.5 ns of a 16-19 ns random-key match.
+    [[gnu::always_inline]] inline Found match(uint64_t want, uint64_t put, void *handle, bool queue);
     // The element take() would remove next.
     static void *top(const overtake::Slot &s) { return s.handle; }
-    void *take(overtake::Slot *s);
+    [[gnu::always_inline]] inline void *take(overtake::Slot *s);
     // A message key an ANY_TAG receive may take (any_tag_; not Open MPI's
     // negative tags, which ANY_TAG never matches).
     bool for_any_tag(uint64_t key) const {

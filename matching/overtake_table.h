@@ -55,6 +55,16 @@ struct Slot {
     bool same(uint64_t k) const { return (key & ~kMessage) == k; }
 };
 
+// A slot filled field by field from scalars. Building a Slot in the caller
+// and copying it made GCC store the fields one by one and load them back as
+// one 16-byte word, which store forwarding cannot serve: the load waited for
+// the stores to reach the cache, a third of a random-key match's time.
+inline void put(Slot &s, uint64_t key, void *handle, Entry *more) {
+    s.key = key;
+    s.handle = handle;
+    s.more = more;
+}
+
 // 2^64 / golden ratio (odd): both tables hash a key by multiplying by it and
 // keeping high bits, where source and tag both reach.
 inline constexpr uint64_t kFibonacci = 0x9e3779b97f4a7c15ull;
@@ -88,13 +98,13 @@ public:
     }
 
     // A new key at the position find() gave for it.
-    void insert(Pos pos, const Slot &slot) {
+    void insert(Pos pos, uint64_t key, void *handle, Entry *more) {
         if (4 * (size_ + 1) > slots_.size()) { // at most a quarter full
             grow();
             uint32_t ignored = 0;
-            find(slot.key & ~kMessage, ignored, pos);
+            find(key & ~kMessage, ignored, pos);
         }
-        slots_[pos.index] = slot;
+        put(slots_[pos.index], key, handle, more);
         ++size_;
     }
 
@@ -159,7 +169,7 @@ void adopt(Table &t, const Slot &s) {
     typename Table::Pos pos{};
     uint32_t ignored = 0;
     t.find(s.key & ~kMessage, ignored, pos);
-    t.insert(pos, s);
+    t.insert(pos, s.key, s.handle, s.more);
 }
 
 class TwoLevelTable {
@@ -192,8 +202,8 @@ public:
         return stash_.find(k, inspected, ignored);
     }
 
-    void insert(Pos pos, const Slot &slot) {
-        place(pos, slot);
+    void insert(Pos pos, uint64_t key, void *handle, Entry *more) {
+        place(pos, key, handle, more);
         ++size_;
         // The primary table at most a quarter full, and a short stash, as long
         // as doubling can shorten it (it cannot when most keys are in it).
@@ -248,15 +258,15 @@ private:
         return {static_cast<uint32_t>((uint64_t{h} * 5) >> shift_), r >> shift_};
     }
 
-    void place(Pos pos, const Slot &slot) {
+    void place(Pos pos, uint64_t key, void *handle, Entry *more) {
         if (primary_[pos.primary].key == kEmpty) {
-            primary_[pos.primary] = slot;
+            put(primary_[pos.primary], key, handle, more);
             return;
         }
         if (secondary_[pos.secondary].key == kEmpty) {
-            secondary_[pos.secondary] = slot;
+            put(secondary_[pos.secondary], key, handle, more);
         } else {
-            adopt(stash_, slot);
+            adopt(stash_, Slot{key, handle, more});
         }
         ++spilled_;
     }
@@ -274,7 +284,7 @@ private:
         spilled_ = 0;
         for (const Slot &s : old) {
             if (s.key != kEmpty) {
-                place(positions(hash_key(s.key & ~kMessage)), s);
+                place(positions(hash_key(s.key & ~kMessage)), s.key, s.handle, s.more);
             }
         }
     }
