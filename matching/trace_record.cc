@@ -107,7 +107,7 @@ public:
         }
         if (out_.ok() && !whole) {
             std::fprintf(stderr, "ubermatch trace: %s: cannot write its end (%s): the file is incomplete\n",
-                         path_.c_str(), std::strerror(errno));
+                         path_.c_str(), std::strerror(out_.error()));
         }
     }
     Recorder(const Recorder &) = delete;

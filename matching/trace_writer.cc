@@ -44,7 +44,7 @@ TraceWriter::TraceWriter(const std::string &path, const void *header, size_t hea
         c.mem = static_cast<char *>(p);
     }
     plain_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    error_ = errno;
+    error_ = plain_fd_ < 0 ? errno : 0;
     fd_ = plain_fd_;
     // The header at once (rewritten at the end): a run that dies early leaves a
     // file the reader names as an unfinished trace.
@@ -218,8 +218,12 @@ bool TraceWriter::finish(size_t n, PackedRecord end, const void *header) {
     const off_t end_at = failed_ ? good_end_ : c.off + static_cast<off_t>(used_);
     end.b += lost_;
     // The space allocated ahead (or what follows a failed write) is cut off.
+    errno = 0;
     const bool whole = plain_fd_ >= 0 && ::ftruncate(plain_fd_, end_at) == 0 &&
                        write_plain(&end, sizeof end, end_at) && write_plain(header, header_size_, 0);
+    if (!whole) { // before closing the files can change errno
+        error_ = plain_fd_ < 0 ? EBADF : errno != 0 ? errno : EIO;
+    }
     close_files();
     return whole;
 }

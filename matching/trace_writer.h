@@ -40,7 +40,8 @@ public:
     TraceWriter &operator=(const TraceWriter &) = delete;
 
     bool ok() const { return fd_ >= 0; }
-    int error() const { return error_; } // errno of the file's creation
+    // errno of the file's creation (!ok()), or of finish()'s failed end.
+    int error() const { return error_; }
     bool direct() const { return ctx_ != 0; }
 
     // Where the next record goes, and how many fit there.

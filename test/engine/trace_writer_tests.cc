@@ -1,9 +1,11 @@
 // The trace file writer (matching/trace_writer.h): direct I/O and buffered
 // write the same bytes across many chunks (4 KiB carried from one chunk to
 // the next, records cut by the carry), and a write that fails ends the file
-// at the last whole record with every later event counted, in both modes.
+// at the last whole record with every later event counted, in both modes; a
+// writer that cannot write the end record reports that write's errno.
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -295,4 +297,42 @@ TEST_CASE("the last time record fits whatever the last events needed", "[trace]"
     const trace::TraceFile f = trace::read_file(rec.dir + "/rank-0.umt");
     REQUIRE(f.records.size() == 1 + static_cast<size_t>(kEvents)); // comm_create first
     CHECK(f.records.back().msg_size == msg_size);
+}
+
+TEST_CASE("a writer that cannot write its end says why", "[trace]") {
+    TempDir dir;
+    const std::string path = dir.path + "/end.umt";
+    // The header (written at creation) fits under the file size limit, no
+    // record does: the records' write fails, the file is cut after the
+    // header, and the end record's write there fails with EFBIG.
+    rlimit old{};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+    if (old.rlim_max != RLIM_INFINITY && old.rlim_max < kHeader + 4) {
+        WARN("RLIMIT_FSIZE is below this test's limit already: skipped");
+        return;
+    }
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim = old;
+    lim.rlim_cur = kHeader + 4;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    const std::vector<char> header = header_bytes();
+    bool whole = true;
+    uint64_t lost = 0;
+    int error = 0;
+    {
+        TraceWriter w(path, header.data(), header.size(), true);
+        const bool made = w.ok();
+        for (uint64_t i = 0; i < 10; ++i) {
+            w.area()[i] = record(i);
+        }
+        whole = w.finish(10, {static_cast<uint8_t>(TraceOp::end), 0}, header.data());
+        lost = w.lost();
+        error = w.error();
+        REQUIRE(made);
+    }
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
+    std::signal(SIGXFSZ, old_handler);
+    CHECK_FALSE(whole);
+    CHECK(lost == events_in(0, 10));
+    CHECK(error == EFBIG);
 }
