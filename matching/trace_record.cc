@@ -100,12 +100,13 @@ public:
     ~Recorder() {
         buf_[n_++] = time_record(); // the last events' time is interpolated up to here
         header_.ns_per_tick = clock_.ns_per_tick();
+        const bool made = out_.ok(); // finish() closes the file: ok() is false after it
         const bool whole = out_.finish(n_, {static_cast<uint8_t>(TraceOp::end), 0}, &header_);
-        if (out_.ok() && out_.lost() != 0) {
+        if (made && out_.lost() != 0) {
             std::fprintf(stderr, "ubermatch trace: %s: %llu events dropped (write failed)\n", path_.c_str(),
                          static_cast<unsigned long long>(out_.lost()));
         }
-        if (out_.ok() && !whole) {
+        if (made && !whole) {
             std::fprintf(stderr, "ubermatch trace: %s: cannot write its end (%s): the file is incomplete\n",
                          path_.c_str(), std::strerror(out_.error()));
         }

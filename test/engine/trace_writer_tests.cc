@@ -2,7 +2,8 @@
 // write the same bytes across many chunks (4 KiB carried from one chunk to
 // the next, records cut by the carry), and a write that fails ends the file
 // at the last whole record with every later event counted, in both modes; a
-// writer that cannot write the end record reports that write's errno.
+// writer that cannot write the end record reports that write's errno, and
+// the recorder says both on stderr.
 #include <catch2/catch.hpp>
 
 #include <cerrno>
@@ -335,4 +336,49 @@ TEST_CASE("a writer that cannot write its end says why", "[trace]") {
     CHECK_FALSE(whole);
     CHECK(lost == events_in(0, 10));
     CHECK(error == EFBIG);
+}
+
+TEST_CASE("a recording whose writes fail says so on stderr: the events dropped and why its end is missing", "[trace]") {
+    rlimit old{};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+    if (old.rlim_max != RLIM_INFINITY && old.rlim_max < kHeader + 4) {
+        WARN("RLIMIT_FSIZE is below this test's limit already: skipped");
+        return;
+    }
+    Recording rec(false, false);
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    std::fflush(stderr);
+    const int saved = ::dup(2);
+    int pipe_fds[2]; // stderr into a pipe: a file would be cut by the same size limit
+    REQUIRE(saved >= 0);
+    REQUIRE(::pipe(pipe_fds) == 0);
+    {
+        // The header is written when the engine creates the recorder; then
+        // nothing more fits, and the last engine's end writes the file.
+        std::unique_ptr<Engine> e = trace::record(make_engine("list", 4, default_params()), 0, 0);
+        rlimit lim = old;
+        lim.rlim_cur = kHeader + 4;
+        REQUIRE(::setrlimit(RLIMIT_FSIZE, &lim) == 0);
+        um_match_t m{};
+        const um_hint_t hint{};
+        for (uintptr_t i = 1; i <= 10; ++i) {
+            REQUIRE(e->post_recv(1, 5, hint, reinterpret_cast<void *>(i << 4), &m) == UM_OK);
+        }
+        ::dup2(pipe_fds[1], 2);
+    }
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    ::close(pipe_fds[1]);
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
+    std::signal(SIGXFSZ, old_handler);
+    std::string text;
+    char chunk[512];
+    for (ssize_t n; (n = ::read(pipe_fds[0], chunk, sizeof chunk)) > 0;) {
+        text.append(chunk, static_cast<size_t>(n));
+    }
+    ::close(pipe_fds[0]);
+    INFO(text);
+    CHECK(text.find("rank-0.umt: 11 events dropped (write failed)") != std::string::npos); // comm_create + 10
+    CHECK(text.find("cannot write its end (" + std::string(std::strerror(EFBIG)) + ")") != std::string::npos);
 }
