@@ -39,6 +39,16 @@ extern "C" {
 
 void um_params_init(um_params_t *params) { *params = ubermatch::default_params(); }
 
+int um_params_check(const um_params_t *params, char *err, size_t errlen) {
+    try {
+        ubermatch::check_params(params != nullptr ? *params : ubermatch::default_params());
+        return UM_OK;
+    } catch (const std::exception &e) {
+        set_error(err, errlen, e.what());
+        return UM_ERR_ARG;
+    }
+}
+
 um_engine_t *um_engine_create(const char *backend, int32_t comm_size, const um_params_t *params,
                               char *err, size_t errlen) {
     try {

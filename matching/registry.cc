@@ -152,6 +152,13 @@ um_params_t default_params() {
     return p;
 }
 
+void check_params(const um_params_t &params) {
+    // bins: bins; theta, k_c, k_p: colpnp; the rest: auto (and make_engine).
+    for (const char *user : {"bins", "colpnp", "auto"}) {
+        make_engine(user, 1, params);
+    }
+}
+
 std::unique_ptr<Engine> make_engine(const std::string &backend, int32_t comm_size,
                                     const um_params_t &params) {
     if (comm_size < 1) {

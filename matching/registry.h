@@ -30,6 +30,11 @@ const std::string &backend_names();
 std::unique_ptr<Engine> make_engine(const std::string &backend, int32_t comm_size,
                                     const um_params_t &params);
 
+// make_engine() checks only the parameters its backend uses; this checks
+// every one, as the backends that use it do (throws like make_engine): for a
+// caller that wants a typo refused whatever the backend.
+void check_params(const um_params_t &params);
+
 um_params_t default_params();
 
 } // namespace ubermatch

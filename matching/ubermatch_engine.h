@@ -168,6 +168,9 @@ typedef struct um_params {
 typedef struct um_engine um_engine_t;
 
 void um_params_init(um_params_t *params);
+/* Checks every parameter, whatever backend uses it (um_engine_create() checks
+ * only its backend's): UM_OK, or UM_ERR_ARG with a message giving the range. */
+int um_params_check(const um_params_t *params, char *err, size_t errlen);
 
 /* Creates the engine of one communicator of comm_size processes. On failure
  * returns NULL and writes a message naming the valid choices into err. */

@@ -240,6 +240,30 @@ TEST_CASE("unknown backends and bad parameters name the valid choices", "[unit]"
     CHECK_NOTHROW(make_engine("bins", 4, p));
 }
 
+TEST_CASE("every parameter is checked whatever the backend when asked (um_params_check)", "[unit]") {
+    char err[256] = {};
+    um_params_t p = default_params();
+    CHECK(um_params_check(&p, err, sizeof err) == UM_OK);
+    CHECK(um_params_check(nullptr, err, sizeof err) == UM_OK); // the defaults
+    const auto refused = [&](void (*set)(um_params_t &), const char *says) {
+        um_params_t q = default_params();
+        set(q);
+        CHECK_NOTHROW(make_engine("list", 4, q)); // list uses none of them
+        err[0] = '\0';
+        CHECK(um_params_check(&q, err, sizeof err) == UM_ERR_ARG);
+        CHECK_THAT(std::string(err), Catch::Contains(says));
+    };
+    refused([](um_params_t &q) { q.bins = -3; }, "bins = -3 is out of range; valid values are 1 .. 1048576");
+    refused([](um_params_t &q) { q.theta = 0; }, "theta = 0 is out of range");
+    refused([](um_params_t &q) { q.k_c = 1025; }, "k_c = 1025 is out of range; valid values are 1 .. 1024");
+    refused([](um_params_t &q) { q.k_p = 0; }, "k_p = 0 is out of range");
+    refused([](um_params_t &q) { q.index_at = 1; }, "index_at = 1 is out of range");
+    refused([](um_params_t &q) { q.list_at = q.index_at; }, "list_at = 32 is out of range; valid values are 0 .. 31");
+    refused([](um_params_t &q) { q.max_index_bytes = -1; }, "max_index_bytes = -1 is out of range");
+    refused([](um_params_t &q) { q.compact_threshold = 1.5; }, "compact_threshold");
+    refused([](um_params_t &q) { q.kernel = "sse9"; }, "valid kernels are: auto, avx512, avx2, scalar");
+}
+
 TEST_CASE("the C interface", "[unit]") {
     REQUIRE(um_backend_count() == backends().size());
     CHECK(std::string(um_backend_name(0)) == "list");

@@ -46,6 +46,18 @@ rc=$?
 check "bins = 0 fails start-up" test $rc -ne 0
 check "bins = 0 names the valid range" grep -q "bins = 0 is out of range; valid values are 1 .. 1048576" <<<"$out"
 
+# ... whatever the backend: bins under the default (auto, which has no bins) too.
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_bins -3 "$program" 2>&1)
+rc=$?
+check "bins = -3 under auto fails start-up" test $rc -ne 0
+check "bins = -3 under auto names the valid range" grep -q "bins = -3 is out of range; valid values are 1 .. 1048576" <<<"$out"
+
+# A negative rendezvous threshold (UCX would read -2 as its own "auto") is refused.
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_ucx_rndv_thresh -2 "$program" 2>&1)
+rc=$?
+check "ucx_rndv_thresh = -2 fails start-up" test $rc -ne 0
+check "ucx_rndv_thresh = -2 names the valid forms" grep -qF "pml_ubermatch_ucx_rndv_thresh = -2 is not a size; valid values: bytes with an optional unit (8k, 64k, 1m), auto or inf" <<<"$out"
+
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_shm_eager_limit 100000 "$program" 2>&1)
 rc=$?
 check "shm_eager_limit = 100000 fails start-up" test $rc -ne 0

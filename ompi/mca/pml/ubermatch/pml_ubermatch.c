@@ -134,6 +134,12 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
             return OMPI_ERR_BAD_PARAM;
         }
     }
+    /* Every tuning parameter whatever the backend (a backend checks only its
+     * own): so that pml_ubermatch_bins = -3 under auto is refused, not ignored. */
+    if (UM_OK != um_params_check(&config.params, err, sizeof(err))) {
+        opal_output(0, "pml_ubermatch: cannot start: %s", err);
+        return OMPI_ERR_BAD_PARAM;
+    }
     config.ucx_tls = (NULL != cfg->ucx_tls && '\0' != cfg->ucx_tls[0]) ? cfg->ucx_tls : NULL;
     config.ucx_rndv_thresh =
         (NULL != cfg->ucx_rndv_thresh && '\0' != cfg->ucx_rndv_thresh[0]) ? cfg->ucx_rndv_thresh
