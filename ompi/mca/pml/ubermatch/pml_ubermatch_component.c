@@ -191,7 +191,8 @@ static int mca_pml_ubermatch_component_register(void)
     cfg->ucx_rndv_thresh = NULL;
     (void) register_var("ucx_rndv_thresh",
                         "Message size from which UCX uses rendezvous (UCX_RNDV_THRESH syntax, "
-                        "e.g. 8k, auto or inf; a negative value is refused); empty: 64k, and 32k to a process of the same node "
+                        "e.g. 8k, auto or inf; a negative value is refused); empty: 64k, and "
+                        "32k to a process of the same node "
                         "that UCX reaches with a single-copy lane (CMA, KNEM, XPMEM), unless "
                         "UCX_RNDV_THRESH is set (UCX's own choice, a few KiB, made 8-32 KiB "
                         "messages up to 6x slower)",
