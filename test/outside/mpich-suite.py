@@ -13,10 +13,10 @@ each program's sources and flags read from the directory's Makefile.am), runs
 every line of the directory's testlist (name, process count, `arg=` and
 `env=` settings, `timeLimit=`) under each PML with `mpirun --oversubscribe`,
 and counts a test as passed when mpirun exits 0 and the output says
-"No Errors" (MPICH's convention). It prints per directory the pass counts
-side by side and every test whose outcome differs between the PMLs, and
-writes the per-test results to WORK/results.csv and each run's output to
-WORK/logs/. pml_ucx needs `--mca pml_ucx_tls any --mca pml_ucx_devices any`
+"No Errors" (MPICH's convention). The tests run in WORK/run (the io tests
+write files where they run). It prints per directory the pass counts side by
+side and every test whose outcome differs between the PMLs, and writes the
+per-test results to WORK/results.csv and each run's output to WORK/logs/. pml_ucx needs `--mca pml_ucx_tls any --mca pml_ucx_devices any`
 here: the script adds them for `ucx`. For `ubermatch` it sources
 scripts/env.sh's component path (build/mca-components) when the component is
 not installed. Not part of CI: it takes 20-40 minutes for the five directories.
@@ -168,7 +168,7 @@ def pml_args(pml):
     return ["--mca", "pml", pml]
 
 
-def run_one(exe, np, args, env, limit, pml, timeout, log):
+def run_one(exe, np, args, env, limit, pml, timeout, log, cwd):
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np), "--bind-to", "none", *pml_args(pml)]
     for k, v in env.items():
         cmd += ["-x", f"{k}={v}"]
@@ -176,7 +176,7 @@ def run_one(exe, np, args, env, limit, pml, timeout, log):
     e = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     t0 = time.time()
     try:
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e,
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e, cwd=cwd,
                            timeout=min(limit or timeout, timeout * 3), stdin=subprocess.DEVNULL)
         out, rc = r.stdout, r.returncode
     except subprocess.TimeoutExpired as t:
@@ -207,6 +207,9 @@ def main():
         os.environ["OMPI_MCA_mca_base_component_path"] = comp + ":" + sh(
             ["ompi_info", "--parsable", "--path", "pkglibdir"]).stdout.split("pkglibdir:")[-1].strip()
     os.makedirs(os.path.join(a.work, "logs"), exist_ok=True)
+    # The tests run in WORK/run: the io tests write their files in the working directory.
+    run_dir = os.path.join(a.work, "run")
+    os.makedirs(run_dir, exist_ok=True)
     cflags, objs, thread_o = build_support(src, a.work)
     only = set(filter(None, a.only.split(",")))
     pmls = a.pmls.split()
@@ -231,7 +234,7 @@ def main():
             res = {}
             for p in pmls:
                 log = os.path.join(a.work, "logs", f"{d.replace('/', '_')}_{name}_{i}_{p}.log")
-                res[p] = run_one(exe, np, args, env, limit, p, a.timeout, log)
+                res[p] = run_one(exe, np, args, env, limit, p, a.timeout, log, run_dir)
                 counts[p] += res[p][0]
             rows.append([d, label, np] + [res[p][1] for p in pmls])
             if len({res[p][0] for p in pmls}) > 1:
