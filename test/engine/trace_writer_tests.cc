@@ -147,6 +147,35 @@ uint64_t events_in(uint64_t from, uint64_t to) {
     return n;
 }
 
+// RLIMIT_FSIZE lowered to `bytes` between on() and off(), with SIGXFSZ
+// ignored so that a write past it fails (EFBIG) instead of killing the
+// process; both restored when it leaves scope, a failed REQUIRE included.
+// able(): false where the hard limit is below `bytes` already.
+class FileSizeLimit {
+public:
+    explicit FileSizeLimit(rlim_t bytes) : handler_(std::signal(SIGXFSZ, SIG_IGN)) {
+        REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_) == 0);
+        lowered_ = old_;
+        lowered_.rlim_cur = bytes;
+        able_ = old_.rlim_max == RLIM_INFINITY || old_.rlim_max >= bytes;
+    }
+    ~FileSizeLimit() {
+        off();
+        std::signal(SIGXFSZ, handler_);
+    }
+    FileSizeLimit(const FileSizeLimit &) = delete;
+    FileSizeLimit &operator=(const FileSizeLimit &) = delete;
+    bool able() const { return able_; }
+    void on() { REQUIRE(::setrlimit(RLIMIT_FSIZE, &lowered_) == 0); }
+    void off() { ::setrlimit(RLIMIT_FSIZE, &old_); }
+
+private:
+    void (*const handler_)(int);
+    rlimit old_{};
+    rlimit lowered_{};
+    bool able_ = false;
+};
+
 } // namespace
 
 TEST_CASE("direct and buffered writers write the same file across many chunks", "[trace]") {
@@ -177,21 +206,17 @@ TEST_CASE("a failed write ends the file at its last whole record and counts ever
     // writer needs its first 4 MiB allocated, so the limit lies beyond.
     constexpr rlim_t kLimit = (rlim_t{4} << 20) + 700 * 1024 + 3;
     constexpr uint64_t kRecords = 500000; // 7.6 MiB
-    rlimit old{};
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
-    if (old.rlim_max != RLIM_INFINITY && old.rlim_max < kLimit) {
+    FileSizeLimit limit(kLimit);
+    if (!limit.able()) {
         WARN("RLIMIT_FSIZE is below this test's limit already: skipped");
         return;
     }
-    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
     for (bool direct : {true, false}) {
         INFO("direct " << direct);
         const std::string path = dir.path + (direct ? "/direct.umt" : "/buffered.umt");
-        rlimit lim = old;
-        lim.rlim_cur = kLimit;
-        REQUIRE(::setrlimit(RLIMIT_FSIZE, &lim) == 0);
+        limit.on();
         const Written w = write_records(path, kRecords, direct, header_bytes());
-        REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
+        limit.off();
         CHECK(w.direct == (direct && can));
         CHECK(w.whole);
         const uint64_t size = std::filesystem::file_size(path);
@@ -203,7 +228,6 @@ TEST_CASE("a failed write ends the file at its last whole record and counts ever
         CHECK(w.lost == events_in(kept, kRecords));
         check_file(path, kept, w.lost);
     }
-    std::signal(SIGXFSZ, old_handler);
 }
 
 TEST_CASE("a trace of many chunks is read back whole, direct or buffered", "[trace]") {
@@ -306,47 +330,33 @@ TEST_CASE("a writer that cannot write its end says why", "[trace]") {
     // The header (written at creation) fits under the file size limit, no
     // record does: the records' write fails, the file is cut after the
     // header, and the end record's write there fails with EFBIG.
-    rlimit old{};
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
-    if (old.rlim_max != RLIM_INFINITY && old.rlim_max < kHeader + 4) {
+    FileSizeLimit limit(kHeader + 4);
+    if (!limit.able()) {
         WARN("RLIMIT_FSIZE is below this test's limit already: skipped");
         return;
     }
-    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-    rlimit lim = old;
-    lim.rlim_cur = kHeader + 4;
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &lim) == 0);
     const std::vector<char> header = header_bytes();
-    bool whole = true;
-    uint64_t lost = 0;
-    int error = 0;
-    {
-        TraceWriter w(path, header.data(), header.size(), true);
-        const bool made = w.ok();
-        for (uint64_t i = 0; i < 10; ++i) {
-            w.area()[i] = record(i);
-        }
-        whole = w.finish(10, {static_cast<uint8_t>(TraceOp::end), 0}, header.data());
-        lost = w.lost();
-        error = w.error();
-        REQUIRE(made);
+    limit.on();
+    TraceWriter w(path, header.data(), header.size(), true);
+    const bool made = w.ok();
+    for (uint64_t i = 0; i < 10; ++i) {
+        w.area()[i] = record(i);
     }
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
-    std::signal(SIGXFSZ, old_handler);
+    const bool whole = w.finish(10, {static_cast<uint8_t>(TraceOp::end), 0}, header.data());
+    limit.off(); // before any report: the test's own output may go to a file
+    REQUIRE(made);
     CHECK_FALSE(whole);
-    CHECK(lost == events_in(0, 10));
-    CHECK(error == EFBIG);
+    CHECK(w.lost() == events_in(0, 10));
+    CHECK(w.error() == EFBIG);
 }
 
 TEST_CASE("a recording whose writes fail says so on stderr: the events dropped and why its end is missing", "[trace]") {
-    rlimit old{};
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
-    if (old.rlim_max != RLIM_INFINITY && old.rlim_max < kHeader + 4) {
+    FileSizeLimit limit(kHeader + 4);
+    if (!limit.able()) {
         WARN("RLIMIT_FSIZE is below this test's limit already: skipped");
         return;
     }
     Recording rec(false, false);
-    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
     std::fflush(stderr);
     const int saved = ::dup(2);
     int pipe_fds[2]; // stderr into a pipe: a file would be cut by the same size limit
@@ -356,9 +366,7 @@ TEST_CASE("a recording whose writes fail says so on stderr: the events dropped a
         // The header is written when the engine creates the recorder; then
         // nothing more fits, and the last engine's end writes the file.
         std::unique_ptr<Engine> e = trace::record(make_engine("list", 4, default_params()), 0, 0);
-        rlimit lim = old;
-        lim.rlim_cur = kHeader + 4;
-        REQUIRE(::setrlimit(RLIMIT_FSIZE, &lim) == 0);
+        limit.on();
         um_match_t m{};
         const um_hint_t hint{};
         for (uintptr_t i = 1; i <= 10; ++i) {
@@ -370,8 +378,7 @@ TEST_CASE("a recording whose writes fail says so on stderr: the events dropped a
     ::dup2(saved, 2);
     ::close(saved);
     ::close(pipe_fds[1]);
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
-    std::signal(SIGXFSZ, old_handler);
+    limit.off();
     std::string text;
     char chunk[512];
     for (ssize_t n; (n = ::read(pipe_fds[0], chunk, sizeof chunk)) > 0;) {
