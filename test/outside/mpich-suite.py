@@ -16,8 +16,9 @@ and counts a test as passed when mpirun exits 0 and the output says
 "No Errors" (MPICH's convention). The tests run in WORK/run (the io tests
 write files where they run). It prints per directory the pass counts side by
 side and every test whose outcome differs between the PMLs, and writes the
-per-test results to WORK/results.csv and each run's output to WORK/logs/. pml_ucx needs `--mca pml_ucx_tls any --mca pml_ucx_devices any`
-here: the script adds them for `ucx`. For `ubermatch` it sources
+per-test results to WORK/results.csv and each run's output to WORK/logs/.
+pml_ucx needs `--mca pml_ucx_tls any --mca pml_ucx_devices any` here: the
+script adds them for `ucx`. For `ubermatch` it sources
 scripts/env.sh's component path (build/mca-components) when the component is
 not installed. Not part of CI: it takes 20-40 minutes for the five directories.
 --build-only builds the chosen directories' tests into WORK and runs nothing:

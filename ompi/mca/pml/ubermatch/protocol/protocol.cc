@@ -53,6 +53,13 @@ void Protocol::start() {
                                  std::to_string(shm_limit_) + " bytes");
     }
 
+    // A negative rendezvous threshold is refused: UCX would read "-2" as its
+    // own "auto" and "-1" as "inf" (its sentinels), a typo taken for a choice.
+    if (!ucx_rndv_thresh_.empty() && ucx_rndv_thresh_[0] == '-') {
+        throw std::runtime_error("pml_ubermatch_ucx_rndv_thresh = " + ucx_rndv_thresh_ +
+                                 " is not a size; valid values: bytes with an optional unit "
+                                 "(8k, 64k, 1m), auto or inf");
+    }
     ucp_config_t *config = nullptr;
     ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
     if (status != UCS_OK) {
@@ -62,14 +69,6 @@ void Protocol::start() {
     // its rendezvous (RTS, get, ATS) costs 6 us at 16 KiB where an eager copy
     // costs 1.4 (docs/message-path.md): unless the user chose (the MCA
     // parameter or UCX_RNDV_THRESH), rendezvous starts at kRndvThresh (64 KiB).
-    // A negative size is refused: UCX would read "-2" as its own "auto" and
-    // "-1" as "inf" (its sentinels), a typo taken for a choice.
-    if (!ucx_rndv_thresh_.empty() && ucx_rndv_thresh_[0] == '-') {
-        ucp_config_release(config);
-        throw std::runtime_error("pml_ubermatch_ucx_rndv_thresh = " + ucx_rndv_thresh_ +
-                                 " is not a size; valid values: bytes with an optional unit "
-                                 "(8k, 64k, 1m), auto or inf");
-    }
     user_rndv_ = !ucx_rndv_thresh_.empty() || std::getenv("UCX_RNDV_THRESH") != nullptr;
     const std::string rndv = user_rndv_ ? ucx_rndv_thresh_ : kRndvThresh; // empty: UCX reads the environment
     for (const auto &kv : {std::make_pair("TLS", ucx_tls_), std::make_pair("RNDV_THRESH", rndv)}) {
