@@ -101,9 +101,15 @@ refusals() {
     n=$(grep -c "on .*, which asserts mpi_assert_no_any_\(source\|tag\): MPI_ERR_\(RANK\|TAG\)" <<<"$out")
     echo "refusal lines: $n"
     [ "$n" -eq 8 ] && grep -q "MPI_ERR_.* (this process prints no further refusals; each still fails its call)" <<<"$out" &&
-        grep -q "PASS assertions (" <<<"$out"
+        grep -q "PASS assertions (" <<<"$out" || return 1
+    # A relaxed backend chosen for every communicator: probe's MPI_ANY_SOURCE
+    # fails (the test with it), and the line names the backend and its parameter.
+    out=$(timeout 60 mpirun --oversubscribe -np 3 --mca pml ubermatch --mca pml_ubermatch_backend exact \
+        build/test/mpi/probe 2>&1) && { echo "FAIL MPI_ANY_SOURCE taken by backend exact"; return 1; }
+    grep "MPI_ANY_SOURCE receive or probe on MPI_COMM_WORLD, whose engine is exact (pml_ubermatch_backend), which takes no MPI_ANY_SOURCE: MPI_ERR_RANK" <<<"$out" &&
+        grep -q "MPI_Probe(MPI_ANY_SOURCE.*MPI_ERR_RANK" <<<"$out"
 }
-suite "refused wildcards: the first 8 of a process printed, naming the assertion" refusals
+suite "refused wildcards: the first 8 of a process printed, naming the assertion or the backend" refusals
 # MPI_THREAD_MULTIPLE with tail queues (pml_ubermatch_threading tailq): the
 # ordering test with every backend wrapped in them, both thread tests with the
 # default, and a check that the tail queues were the ones in use (~40 s).

@@ -122,6 +122,9 @@ int mca_pml_ubermatch_assert_init(void); /* checks pml_ubermatch_assertions */
 const char *mca_pml_ubermatch_assert_add_comm(struct ompi_communicator_t *comm);
 int mca_pml_ubermatch_assert_slow(struct ompi_communicator_t *comm, int src, int tag,
                                   uint32_t now);
+/* A receive or probe the communicator's engine refused (UM_PROTO_ASSERTION): says why
+ * (rate-limited, as the assertions' refusals) and returns MPI_ERR_RANK or MPI_ERR_TAG. */
+int mca_pml_ubermatch_assert_refused(struct ompi_communicator_t *comm, int src);
 
 /* Every receive and probe: a wildcard the communicator's assertions rule out is
  * an error (MPI_ERR_RANK, MPI_ERR_TAG), and after MPI_Comm_set_info the engine

@@ -10,6 +10,7 @@
  */
 #include "ompi/mca/pml/ubermatch/pml_ubermatch.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "opal/mca/base/mca_base_var.h"
@@ -111,20 +112,33 @@ const char *mca_pml_ubermatch_assert_add_comm(struct ompi_communicator_t *comm)
 
 /* A process prints its first PML_UM_REFUSALS_SHOWN refusals: a program that
  * polls with a wildcard its assertion rules out would otherwise fill stderr
- * (each refused call still fails with its error). */
+ * (each refused call still fails with its error). why: what rules it out. */
 #define PML_UM_REFUSALS_SHOWN 8
-static void report_refusal(struct ompi_communicator_t *comm, const char *wildcard,
-                           const char *assertion, const char *error)
+static void report_refusal(struct ompi_communicator_t *comm, const char *wildcard, const char *why,
+                           const char *error)
 {
     static volatile int32_t shown = 0;
     const int32_t n = opal_atomic_add_fetch_32(&shown, 1);
     if (n <= PML_UM_REFUSALS_SHOWN) {
-        opal_output(0, "pml_ubermatch: rank %d: %s receive or probe on %s, which asserts %s: %s%s",
-                    ompi_comm_rank(comm), wildcard, comm->c_name, assertion, error,
+        opal_output(0, "pml_ubermatch: rank %d: %s receive or probe on %s, %s: %s%s",
+                    ompi_comm_rank(comm), wildcard, comm->c_name, why, error,
                     PML_UM_REFUSALS_SHOWN == n ? " (this process prints no further refusals; "
                                                  "each still fails its call)"
                                                : "");
     }
+}
+
+int mca_pml_ubermatch_assert_refused(struct ompi_communicator_t *comm, int src)
+{
+    /* The assertions' check comes first, so what the engine refuses is the
+     * configured backend's: a relaxed one chosen for every communicator. */
+    const bool source = MPI_ANY_SOURCE == src;
+    char why[160];
+    snprintf(why, sizeof(why), "whose engine is %s (pml_ubermatch_backend), which takes no %s",
+             mca_pml_ubermatch.config.backend, source ? "MPI_ANY_SOURCE" : "MPI_ANY_TAG");
+    report_refusal(comm, source ? "MPI_ANY_SOURCE" : "MPI_ANY_TAG", why,
+                   source ? "MPI_ERR_RANK" : "MPI_ERR_TAG");
+    return source ? MPI_ERR_RANK : MPI_ERR_TAG;
 }
 
 int mca_pml_ubermatch_assert_slow(struct ompi_communicator_t *comm, int src, int tag,
@@ -134,11 +148,11 @@ int mca_pml_ubermatch_assert_slow(struct ompi_communicator_t *comm, int src, int
     const bool user = tag >= 0 || MPI_ANY_TAG == tag; /* not Open MPI's own traffic */
 
     if (user && MPI_ANY_SOURCE == src && (now & OMPI_COMM_ASSERT_NO_ANY_SOURCE)) {
-        report_refusal(comm, "MPI_ANY_SOURCE", "mpi_assert_no_any_source", "MPI_ERR_RANK");
+        report_refusal(comm, "MPI_ANY_SOURCE", "which asserts mpi_assert_no_any_source", "MPI_ERR_RANK");
         return MPI_ERR_RANK;
     }
     if (MPI_ANY_TAG == tag && (now & OMPI_COMM_ASSERT_NO_ANY_TAG)) {
-        report_refusal(comm, "MPI_ANY_TAG", "mpi_assert_no_any_tag", "MPI_ERR_TAG");
+        report_refusal(comm, "MPI_ANY_TAG", "which asserts mpi_assert_no_any_tag", "MPI_ERR_TAG");
         return MPI_ERR_TAG;
     }
     if (now != c->applied) {

@@ -130,9 +130,7 @@ static inline int mca_pml_ubermatch_recv_start(mca_pml_ubermatch_request_t *req,
     if (OPAL_LIKELY(UM_PROTO_OK == rc)) {
         return OMPI_SUCCESS;
     }
-    /* A relaxed engine chosen by pml_ubermatch_backend for every communicator. */
-    return UM_PROTO_ASSERTION == rc ? (MPI_ANY_SOURCE == peer ? MPI_ERR_RANK : MPI_ERR_TAG)
-                                    : OMPI_ERROR;
+    return UM_PROTO_ASSERTION == rc ? mca_pml_ubermatch_assert_refused(comm, peer) : OMPI_ERROR;
 }
 
 /* Starts the operation of an allocated (or restarted persistent) request. */
