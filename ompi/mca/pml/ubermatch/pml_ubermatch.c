@@ -62,6 +62,25 @@ static int publish_address(void)
     return rc;
 }
 
+/* A relaxed backend for every communicator gives up, job-wide, what no
+ * communicator's info asked to give up: said once, by rank 0. */
+static void warn_relaxed_backend(const char *backend)
+{
+    for (size_t i = 0; i < um_backend_count(); ++i) {
+        const char *assertions = um_backend_assertion(i);
+        if (NULL != assertions && 0 == strcmp(um_backend_name(i), backend)) {
+            opal_output(0, "pml_ubermatch: warning: pml_ubermatch_backend = %s: every communicator "
+                           "matches as if its info asserted %s%s; to relax chosen communicators "
+                           "only, set those assertions in their info instead (docs/relaxed.md)",
+                        backend, assertions,
+                        NULL != strstr(assertions, "allow_overtaking")
+                            ? " (messages of one source and tag may be received out of order)"
+                            : "");
+            return;
+        }
+    }
+}
+
 int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
 {
     mca_pml_ubermatch_config_t *cfg = &mca_pml_ubermatch.config;
@@ -183,6 +202,9 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
         if (UM_OK == um_kernel_select(cfg->kernel, &kernel, &fell_back, msg, sizeof(msg)) &&
             fell_back && 0 == OMPI_PROC_MY_NAME->vpid) {
             opal_output(0, "pml_ubermatch: warning: %s", msg);
+        }
+        if (0 == OMPI_PROC_MY_NAME->vpid) {
+            warn_relaxed_backend(config.backend);
         }
         PML_UM_VERBOSE(1, "backend %s, SIMD kernel %s, %s threads (%d bin(s)), UCX transports %s",
                        config.backend, um_kernel_name(kernel),
