@@ -324,6 +324,56 @@ int main(int argc, char **argv)
         MPI_CHECK(MPI_Comm_free(&comm));
     }
 
+    /* Assertions cleared while the relaxed engine holds a receive and two messages:
+     * the wildcards are allowed at once (the queued elements move to a full engine),
+     * and nothing queued is lost. */
+    {
+        MPI_Info info;
+        MPI_Comm comm;
+        MPI_Request pending = MPI_REQUEST_NULL;
+        int early = 0;
+        MPI_CHECK(MPI_Info_create(&info));
+        MPI_CHECK(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+        MPI_CHECK(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+        MPI_CHECK(MPI_Info_set(info, "mpi_assert_allow_overtaking", "true"));
+        MPI_CHECK(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &comm));
+        MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+        expect_relaxed(comm, 11, "dup_with_info(no_any_source, no_any_tag, allow_overtaking)");
+        if (mt_rank == 0) {
+            MPI_CHECK(MPI_Irecv(&early, 1, MPI_INT, 1, 5, comm, &pending));
+        } else if (mt_rank == 1) {
+            for (int v = 1; v <= 2; ++v)
+                MPI_CHECK(MPI_Send(&v, 1, MPI_INT, 0, 7, comm)); /* unexpected at rank 0 */
+        }
+        MPI_CHECK(MPI_Barrier(comm));
+        MPI_CHECK(MPI_Info_set(info, "mpi_assert_no_any_source", "false"));
+        MPI_CHECK(MPI_Info_set(info, "mpi_assert_no_any_tag", "false"));
+        MPI_CHECK(MPI_Info_set(info, "mpi_assert_allow_overtaking", "false"));
+        MPI_CHECK(MPI_Comm_set_info(comm, info));
+        if (mt_rank == 0) {
+            int got[2] = {0, 0};
+            MPI_Status st;
+            for (int i = 0; i < 2; ++i) {
+                MPI_CHECK(MPI_Recv(&got[i], 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &st));
+                CHECK(st.MPI_SOURCE == 1 && st.MPI_TAG == 7, "wildcard receive %d after the assertions "
+                      "were cleared with traffic queued: source %d tag %d", i, st.MPI_SOURCE, st.MPI_TAG);
+            }
+            CHECK(got[0] + got[1] == 3 && got[0] * got[1] == 2, "the two queued messages: got %d and %d",
+                  got[0], got[1]);
+            expect_relaxed(comm, 0, "after MPI_Comm_set_info(all false) with traffic queued");
+        }
+        MPI_CHECK(MPI_Barrier(comm));
+        if (mt_rank == 1) {
+            int v = 9;
+            MPI_CHECK(MPI_Send(&v, 1, MPI_INT, 0, 5, comm));
+        } else if (mt_rank == 0) {
+            MPI_CHECK(MPI_Wait(&pending, MPI_STATUS_IGNORE));
+            CHECK(early == 9, "the receive posted before the assertions were cleared got %d", early);
+        }
+        MPI_CHECK(MPI_Info_free(&info));
+        MPI_CHECK(MPI_Comm_free(&comm));
+    }
+
     MPI_CHECK(MPI_T_finalize());
     return mt_finish("%zu assertion sets, dup_with_info and split_type%s, set_info; %ld checks%s",
                      sizeof cases / sizeof cases[0],

@@ -244,6 +244,41 @@ TEST_CASE("protocol: switching engines waits for point-to-point queues to empty"
     CHECK(std::strstr(err, "hashmap") != nullptr);
 }
 
+// MPI_Comm_set_info took an assertion back while the relaxed engine holds
+// traffic: its queues move, in order, to an engine that takes the wildcards the
+// old one refused; an engine asserting no more than asked waits as before.
+TEST_CASE("protocol: an assertion taken back moves the queued traffic to a full engine", "[protocol][relaxed]") {
+    Pair p;
+    um_proto_comm_t *ca = p.comm(p.a, 9);
+    um_proto_comm_t *cb = p.comm(p.b, 9, "exact");
+    char err[256];
+    int pending = 0, first = 0, second = 0;
+    Op r_pending, r_first, r_second, s1, s2, s3;
+    REQUIRE(p.post(cb, 0, 5, &pending, sizeof pending, r_pending) == UM_PROTO_OK);
+    const int one = 1, two = 2, nine = 9;
+    REQUIRE(p.send(ca, 7, &one, sizeof one, s1) == UM_PROTO_OK);
+    REQUIRE(p.send(ca, 7, &two, sizeof two, s2) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return unexpected_len(p.b, cb) == 2; }));
+    // More assertions (overtaking as well): exact is still right, so it waits.
+    REQUIRE(um_proto_comm_use(p.b, cb, "overtake", err, sizeof err) == UM_PROTO_AGAIN);
+    CHECK(std::strcmp(info_of(p.b, cb).backend, "exact") == 0);
+    // Fewer (no_any_tag taken back): the receive and both messages move to nosource.
+    REQUIRE(um_proto_comm_use(p.b, cb, "nosource", err, sizeof err) == UM_PROTO_OK);
+    CHECK(std::strcmp(info_of(p.b, cb).backend, "nosource") == 0);
+    um_stats_t st{};
+    um_proto_comm_stats(p.b, cb, &st);
+    CHECK(st.posted_len == 1);
+    CHECK(st.unexpected_len == 2);
+    REQUIRE(p.post(cb, 0, UM_ANY_TAG, &first, sizeof first, r_first) == UM_PROTO_OK);
+    REQUIRE(p.post(cb, 0, UM_ANY_TAG, &second, sizeof second, r_second) == UM_PROTO_OK);
+    REQUIRE((r_first.done && r_second.done));
+    CHECK(first == 1); // in arrival order
+    CHECK(second == 2);
+    REQUIRE(p.send(ca, 5, &nine, sizeof nine, s3) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return r_pending.done; }));
+    CHECK(pending == 9);
+}
+
 TEST_CASE("protocol: an arrival before its receive under no-unexpected is kept", "[protocol][relaxed]") {
     Pair p;
     um_proto_comm_t *ca = p.comm(p.a, 8);

@@ -188,10 +188,7 @@ bool Protocol::arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns)
         free_message(msg); // taken: its data was copied (never a rendezvous one)
         return false;
     }
-    um_hint_t hint{};
-    hint.coll = msg->hdr.coll;
-    hint.msg_size = static_cast<uint32_t>(std::min<size_t>(msg->length, UINT32_MAX));
-    hint.comm_size = static_cast<uint32_t>(comm.remote_size);
+    const um_hint_t hint = message_hint(comm, *msg);
     um_match_t match{};
     try {
         if (comm.tailq) {

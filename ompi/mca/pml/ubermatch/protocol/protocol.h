@@ -5,6 +5,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <cstddef>
@@ -295,6 +296,15 @@ struct Comm {
     }
 };
 
+// What the engine is told of a message: its collective, size and the communicator's size.
+inline um_hint_t message_hint(const Comm &comm, const Message &msg) {
+    um_hint_t hint{};
+    hint.coll = msg.hdr.coll;
+    hint.msg_size = static_cast<uint32_t>(std::min<size_t>(msg.length, UINT32_MAX));
+    hint.comm_size = static_cast<uint32_t>(comm.remote_size);
+    return hint;
+}
+
 // Deliveries decided under the lock and carried out after it is released
 // (they call UCX and the glue).
 class Actions {
@@ -471,6 +481,9 @@ private:
     // An arrival the no-unexpected engine refused: comm keeps unexpected messages
     // from now on. False: no memory for that.
     bool keep_unexpected(Comm &comm, const Message &msg) noexcept;
+    // comm's queued point-to-point traffic moved, in order, into a new engine of
+    // backend, which becomes comm's. False, nothing changed, when it refuses one.
+    bool move_queued(Comm &comm, const std::string &backend);
     void store(Message *msg) noexcept;
     // Fault injection (um_proto_config_t.fail_alloc_every): this allocation fails.
     bool inject_failure() noexcept {

@@ -111,14 +111,43 @@ bool Protocol::comm_use(Comm *comm, const std::string &backend) {
     if (name == comm->backend) {
         return true;
     }
-    // Queued elements cannot move between engines of other shapes; a full engine
-    // holding only Open MPI's traffic stays that traffic's engine.
+    // A full engine holding only Open MPI's traffic stays that traffic's engine.
     const bool keeps_internal = comm->relaxed == 0 && comm->coll == nullptr &&
                                 assertions_of(name) != 0;
-    if (!(keeps_internal ? holds_only_internal(*comm->engine) : holds_nothing(*comm->engine))) {
+    if (keeps_internal ? holds_only_internal(*comm->engine) : holds_nothing(*comm->engine)) {
+        set_engine(*comm, new_engine(*comm, name), name);
+        return true;
+    }
+    // Busy. An engine that asserts no more than the new assertions is still right
+    // for them, and the switch waits until it is empty. One that relies on an
+    // assertion MPI_Comm_set_info took back cannot wait: the receive it would
+    // refuse (a wildcard allowed again) may be the one that empties it.
+    if ((comm->relaxed & ~assertions_of(name)) == 0) {
         return false;
     }
-    set_engine(*comm, new_engine(*comm, name), name);
+    return move_queued(*comm, name);
+}
+
+bool Protocol::move_queued(Comm &comm, const std::string &backend) {
+    std::unique_ptr<Engine> engine = new_engine(comm, backend);
+    const Snapshot snap = comm.engine->snapshot();
+    // Posted receives, then messages, each in its order: none matches on the way,
+    // since neither queue held an element that matched one of the other.
+    um_match_t match{};
+    for (const QueuedElement &q : snap.posted) {
+        auto *recv = static_cast<um_proto_recv_t *>(q.handle);
+        if (engine->post_recv(q.source, q.tag, recv->hint, recv, &match) != UM_OK || match.handle != nullptr) {
+            return false;
+        }
+    }
+    for (const QueuedElement &q : snap.unexpected) {
+        auto *msg = static_cast<Message *>(q.handle);
+        if (engine->arrive(q.source, q.tag, message_hint(comm, *msg), msg, &match) != UM_OK ||
+            match.handle != nullptr) {
+            return false;
+        }
+    }
+    set_engine(comm, std::move(engine), backend);
     return true;
 }
 
@@ -146,13 +175,9 @@ bool Protocol::keep_unexpected(Comm &comm, const Message &msg) noexcept {
         if (ends_with(name, kNoUnexpSuffix)) {
             name.resize(name.size() - std::strlen(kNoUnexpSuffix));
         }
-        std::unique_ptr<Engine> engine = new_engine(comm, name);
-        for (const QueuedElement &q : comm.engine->snapshot().posted) {
-            auto *recv = static_cast<um_proto_recv_t *>(q.handle);
-            um_match_t match{};
-            engine->post_recv(q.source, q.tag, recv->hint, recv, &match);
+        if (!move_queued(comm, name)) {
+            return false; // cannot happen: the same engine, one relaxation less
         }
-        set_engine(comm, std::move(engine), name);
     } catch (const std::exception &) {
         return false; // no memory: the message is dropped (counted)
     }
