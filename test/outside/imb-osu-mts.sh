@@ -17,8 +17,8 @@
 #  - IMB-MPI1, -NBC, -RMA and -EXT run whole at each process count, messages
 #    of 1 B to 4 MiB; a run passes when mpirun exits 0, IMB prints "ALL
 #    BENCHMARKS SUCCESSFUL" and no row has a defect. IMB-NBC leaves out
-#    Ireduce_scatter, whose check fails under every PML here (ob1 included:
-#    docs/imb-osu.md);
+#    Ireduce_scatter, whose check fails under ob1 as under ubermatch
+#    (docs/imb-osu-mts.md);
 #  - every OSU benchmark but the startup, multi-threaded, multi-process and
 #    fan-in/out ones (those need two nodes) runs with -c (validation) where
 #    it takes it, messages of 1 B to 1 MiB, on 2 processes (collectives and
