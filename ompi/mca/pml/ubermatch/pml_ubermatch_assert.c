@@ -134,14 +134,14 @@ int mca_pml_ubermatch_assert_refused(struct ompi_communicator_t *comm, int src)
      * backend chosen for every communicator (or, with no memory to move its
      * queues, one whose assertion MPI_Comm_set_info took back). */
     const bool source = MPI_ANY_SOURCE == src;
+    const char *wildcard = source ? "MPI_ANY_SOURCE" : "MPI_ANY_TAG";
     um_proto_comm_info_t info;
     char why[192];
     um_proto_comm_info(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), &info);
     snprintf(why, sizeof(why), "whose engine is %s%s, which takes no %s", info.backend,
              0 == strcmp(info.backend, mca_pml_ubermatch.config.backend) ? " (pml_ubermatch_backend)" : "",
-             source ? "MPI_ANY_SOURCE" : "MPI_ANY_TAG");
-    report_refusal(comm, source ? "MPI_ANY_SOURCE" : "MPI_ANY_TAG", why,
-                   source ? "MPI_ERR_RANK" : "MPI_ERR_TAG");
+             wildcard);
+    report_refusal(comm, wildcard, why, source ? "MPI_ERR_RANK" : "MPI_ERR_TAG");
     return source ? MPI_ERR_RANK : MPI_ERR_TAG;
 }
 

@@ -111,9 +111,9 @@ bool Protocol::comm_use(Comm *comm, const std::string &backend) {
     if (name == comm->backend) {
         return true;
     }
+    const uint32_t wanted = assertions_of(name);
     // A full engine holding only Open MPI's traffic stays that traffic's engine.
-    const bool keeps_internal = comm->relaxed == 0 && comm->coll == nullptr &&
-                                assertions_of(name) != 0;
+    const bool keeps_internal = comm->relaxed == 0 && comm->coll == nullptr && wanted != 0;
     if (keeps_internal ? holds_only_internal(*comm->engine) : holds_nothing(*comm->engine)) {
         set_engine(*comm, new_engine(*comm, name), name);
         return true;
@@ -122,7 +122,7 @@ bool Protocol::comm_use(Comm *comm, const std::string &backend) {
     // for them, and the switch waits until it is empty. One that relies on an
     // assertion MPI_Comm_set_info took back cannot wait: the receive it would
     // refuse (a wildcard allowed again) may be the one that empties it.
-    if ((comm->relaxed & ~assertions_of(name)) == 0) {
+    if ((comm->relaxed & ~wanted) == 0) {
         return false;
     }
     return move_queued(*comm, name);
