@@ -279,6 +279,44 @@ TEST_CASE("protocol: an assertion taken back moves the queued traffic to a full 
     CHECK(pending == 9);
 }
 
+// An assertion taken back while another is added that the queued traffic
+// breaks: the move takes the most relaxed engine that holds that traffic.
+TEST_CASE("protocol: a move keeps out the assertions its queued traffic breaks", "[protocol][relaxed]") {
+    Pair p;
+    char err[256];
+    SECTION("an ANY_TAG receive queued, no_any_tag added, overtaking taken back") {
+        um_proto_comm_t *ca = p.comm(p.a, 9);
+        um_proto_comm_t *cb = p.comm(p.b, 9, "overtake-anytag");
+        int any = 0, next = 0;
+        Op r_any, r_next, s1, s2;
+        REQUIRE(p.post(cb, 0, UM_ANY_TAG, &any, sizeof any, r_any) == UM_PROTO_OK);
+        REQUIRE(um_proto_comm_use(p.b, cb, "exact", err, sizeof err) == UM_PROTO_OK);
+        CHECK(std::strcmp(info_of(p.b, cb).backend, "nosource") == 0);
+        REQUIRE(p.post(cb, 0, 4, &next, sizeof next, r_next) == UM_PROTO_OK);
+        const int one = 1, two = 2;
+        REQUIRE(p.send(ca, 4, &one, sizeof one, s1) == UM_PROTO_OK);
+        REQUIRE(p.send(ca, 4, &two, sizeof two, s2) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r_any.done && r_next.done; }));
+        CHECK(any == 1); // posting order, as overtaking is no longer allowed
+        CHECK(next == 2);
+    }
+    SECTION("messages queued, no_unexpected added, no_any_tag taken back") {
+        um_proto_comm_t *ca = p.comm(p.a, 9);
+        um_proto_comm_t *cb = p.comm(p.b, 9, "exact");
+        const int one = 1;
+        Op s1, r_any;
+        REQUIRE(p.send(ca, 6, &one, sizeof one, s1) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return unexpected_len(p.b, cb) == 1; }));
+        REQUIRE(um_proto_comm_use(p.b, cb, "nosource-nounexp", err, sizeof err) == UM_PROTO_OK);
+        CHECK(std::strcmp(info_of(p.b, cb).backend, "nosource") == 0);
+        CHECK(info_of(p.b, cb).refused == 0); // it arrived before the assertion
+        int any = 0;
+        REQUIRE(p.post(cb, 0, UM_ANY_TAG, &any, sizeof any, r_any) == UM_PROTO_OK);
+        REQUIRE(r_any.done);
+        CHECK(any == 1);
+    }
+}
+
 TEST_CASE("protocol: an arrival before its receive under no-unexpected is kept", "[protocol][relaxed]") {
     Pair p;
     um_proto_comm_t *ca = p.comm(p.a, 8);

@@ -482,8 +482,10 @@ private:
     // from now on. False: no memory for that.
     bool keep_unexpected(Comm &comm, const Message &msg) noexcept;
     // comm's queued point-to-point traffic moved, in order, into a new engine of
-    // backend, which becomes comm's. False, nothing changed, when it refuses one.
-    bool move_queued(Comm &comm, const std::string &backend);
+    // wanted (or of fewer assertions, engine_for_queued), which becomes comm's.
+    // False, nothing changed, when it refuses one (cannot happen).
+    bool move_queued(Comm &comm, const std::string &wanted);
+    std::string engine_for_queued(const std::string &backend, const Snapshot &snap) const;
     void store(Message *msg) noexcept;
     // Fault injection (um_proto_config_t.fail_alloc_every): this allocation fails.
     bool inject_failure() noexcept {

@@ -39,6 +39,22 @@ uint32_t assertions_of(const std::string &backend) {
     return 0;
 }
 
+// The most relaxed backend that relies on no assertion outside bits; empty
+// when every one relies on one (full matching then).
+std::string most_relaxed_within(uint32_t bits) {
+    std::string best;
+    int best_count = 0;
+    for (const Backend &b : backends()) {
+        const uint32_t a = assertions_of(b.name);
+        const int count = __builtin_popcount(a);
+        if (a != 0 && (a & ~bits) == 0 && count > best_count) {
+            best = b.name;
+            best_count = count;
+        }
+    }
+    return best;
+}
+
 bool holds_nothing(const Engine &e) {
     const um_stats_t s = e.stats();
     return s.posted_len == 0 && s.unexpected_len == 0;
@@ -128,9 +144,35 @@ bool Protocol::comm_use(Comm *comm, const std::string &backend) {
     return move_queued(*comm, name);
 }
 
-bool Protocol::move_queued(Comm &comm, const std::string &backend) {
-    std::unique_ptr<Engine> engine = new_engine(comm, backend);
+// backend, or, when the queued traffic breaks one of its assertions (set_info
+// added mpi_assert_no_any_tag with an ANY_TAG receive pending, or
+// ubermatch_no_unexpected with messages queued), the most relaxed engine that
+// takes it: the new engine must take every element, and the old one may rely
+// on an assertion taken back.
+std::string Protocol::engine_for_queued(const std::string &backend, const Snapshot &snap) const {
+    const uint32_t wanted = assertions_of(backend);
+    uint32_t allowed = wanted;
+    for (const QueuedElement &q : snap.posted) {
+        allowed &= q.source == UM_ANY_SOURCE ? ~uint32_t{UM_PROTO_ASSERT_NO_ANY_SOURCE} : ~0u;
+        allowed &= q.tag == UM_ANY_TAG ? ~uint32_t{UM_PROTO_ASSERT_NO_ANY_TAG} : ~0u;
+    }
+    if (!snap.unexpected.empty()) {
+        allowed &= ~uint32_t{UM_PROTO_ASSERT_NO_UNEXPECTED};
+    }
+    if (allowed == wanted) {
+        return backend;
+    }
+    const std::string relaxed = most_relaxed_within(allowed);
+    if (!relaxed.empty()) {
+        return relaxed;
+    }
+    return assertions_of(backend_) == 0 ? backend_ : "auto";
+}
+
+bool Protocol::move_queued(Comm &comm, const std::string &wanted) {
     const Snapshot snap = comm.engine->snapshot();
+    const std::string backend = engine_for_queued(wanted, snap);
+    std::unique_ptr<Engine> engine = new_engine(comm, backend);
     // Posted receives, then messages, each in its order: none matches on the way,
     // since neither queue held an element that matched one of the other.
     um_match_t match{};
