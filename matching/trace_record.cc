@@ -355,8 +355,23 @@ bool start(const char *dir, bool threads, std::string &err, bool direct) {
         g_dir.clear(); // engines created from now on record nothing
         return true;
     }
+    // Its missing parents too (every rank may be creating them at once: one
+    // that exists already is fine), then it must be a directory we can write.
+    const std::string path = dir;
+    for (size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
+        ::mkdir(path.substr(0, at).c_str(), 0755); // a failure shows in the last step's
+    }
     if (::mkdir(dir, 0755) != 0 && errno != EEXIST) {
         err = std::string("pml_ubermatch_trace: cannot create directory ") + dir + ": " + std::strerror(errno);
+        return false;
+    }
+    struct stat st {};
+    if (::stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        err = std::string("pml_ubermatch_trace: ") + dir + " exists and is not a directory";
+        return false;
+    }
+    if (::access(dir, W_OK | X_OK) != 0) {
+        err = std::string("pml_ubermatch_trace: cannot write in directory ") + dir + ": " + std::strerror(errno);
         return false;
     }
     std::lock_guard<std::mutex> lock(g_mu);

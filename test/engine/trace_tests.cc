@@ -120,6 +120,23 @@ TEST_CASE("recorded addresses come back as ids, reused addresses included", "[tr
     }
 }
 
+TEST_CASE("the trace directory: missing parents made, a file in its place refused by name", "[trace]") {
+    TempDir tmp;
+    std::string err;
+    const std::string nested = tmp.path + "/job/step/trace";
+    REQUIRE(trace::start(nested.c_str(), false, err));
+    CHECK(std::filesystem::is_directory(nested));
+    REQUIRE(trace::start(nested.c_str(), false, err)); // there already: fine
+    const std::string file = tmp.path + "/job/file";
+    std::ofstream(file) << "not a directory";
+    CHECK_FALSE(trace::start(file.c_str(), false, err));
+    CHECK(err == "pml_ubermatch_trace: " + file + " exists and is not a directory");
+    const std::string under_file = file + "/trace";
+    CHECK_FALSE(trace::start(under_file.c_str(), false, err));
+    CHECK(err.find("cannot create directory " + under_file) != std::string::npos);
+    trace::start("", false, err);
+}
+
 TEST_CASE("a refusal passes through the recording engine, recorded as an error", "[trace]") {
     Recording rec(false);
     {

@@ -235,7 +235,9 @@ static int mca_pml_ubermatch_component_register(void)
     cfg->trace = NULL;
     (void) register_var("trace",
                         "Record every matching-engine call of this job into this directory, "
-                        "one rank-R.umt file per rank, for ubermatch-replay; empty: off",
+                        "one rank-R.umt file per rank, for ubermatch-replay (made with its "
+                        "parents when missing; one that is not a writable directory stops "
+                        "start-up, naming it); empty: off",
                         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_3, &cfg->trace);
 
     cfg->trace_direct = true;
