@@ -146,13 +146,18 @@ std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t 
 // A whole trace file, checked. Throws std::runtime_error naming the file and
 // what is wrong (truncated, not a trace, another version, corrupt record).
 // The records come back with ids and ns (see TraceRecord), one per event.
+// partial: a file cut short (its run died before MPI_Finalize: no end record)
+// is read up to where its records stop, and marked cut; the events recorded
+// after its last write are not in it, and its times are clock ticks where
+// the run had not yet written their rate (header.ns_per_tick 1).
 struct TraceFile {
     std::string path;
     TraceHeader header{};
     std::vector<TraceRecord> records; // without the end record
     uint64_t dropped = 0;
+    bool cut = false;
 };
-TraceFile read_file(const std::string &path);
+TraceFile read_file(const std::string &path, bool partial = false);
 const char *op_name(uint8_t op);
 
 } // namespace trace

@@ -133,9 +133,11 @@ public:
         r.matched = p.b >> 16 | high_matched_;
         event(r, index);
     }
-    // The events after the last time record keep its time.
-    void finish() {
-        if (wide_) {
+    // The events after the last time record keep its time. cut: the file ends
+    // where the run died (read_file's partial), possibly between a wide record
+    // and its event, which is then dropped with what came after it.
+    void finish(bool cut) {
+        if (wide_ && !cut) {
             throw std::runtime_error(t_.path + ": corrupt: the last record before the end is a wide record");
         }
         stamp(tick_);
@@ -199,39 +201,61 @@ uint64_t dropped_of(const PackedRecord &p) { return p.b; }
 uint64_t dropped_of(const PackedRecordV3 &p) { return p.a; }
 
 const char *const kNoEnd = "truncated: no end record (the run did not reach MPI_Finalize, or the file was cut)";
+// How to read such a file all the same.
+const char *const kPartialHint = "; ubermatch-replay --partial replays the events written before the cut";
+
+template <class Packed>
+bool all_zero(const Packed &p) {
+    static const Packed zero{};
+    return std::memcmp(&p, &zero, sizeof p) == 0;
+}
 const char *const kReadError = "read error (the file changed while read?)";
 
 // Versions 3 and 4: the end record last, the rest unpacked in pieces (a
 // 10^8-event trace is 4.8 GB as TraceRecords, so the packed file is not held
-// whole besides).
+// whole besides). n: the whole records after the header. partial: a file with
+// no end record is read up to its first all-zero record (direct I/O allocates
+// ahead) or its last whole record, and marked cut.
 template <class Packed>
-void unpack_file(std::FILE *f, size_t size, size_t n, TraceFile &t) {
-    auto fail = [&](const char *what) { throw std::runtime_error(t.path + ": " + what); };
-    std::vector<Packed> piece(std::min<size_t>(n, 1 << 16));
+void unpack_file(std::FILE *f, size_t n, TraceFile &t, bool partial) {
+    auto fail = [&](const std::string &what) { throw std::runtime_error(t.path + ": " + what); };
+    std::vector<Packed> piece(std::min<size_t>(std::max<size_t>(n, 1), 1 << 16));
     Packed last{};
-    if (n == 0 || std::fseek(f, static_cast<long>(size - sizeof last), SEEK_SET) != 0 ||
-        std::fread(&last, sizeof last, 1, f) != 1 || op_of(last) != static_cast<uint8_t>(TraceOp::end)) {
-        fail(kNoEnd);
+    if (n != 0 && (std::fseek(f, static_cast<long>(sizeof(TraceHeader) + (n - 1) * sizeof last), SEEK_SET) != 0 ||
+                   std::fread(&last, sizeof last, 1, f) != 1)) {
+        fail(kReadError);
     }
-    t.dropped = dropped_of(last);
+    size_t events = n; // records before the end record, or all of a cut file's
+    if (n != 0 && op_of(last) == static_cast<uint8_t>(TraceOp::end)) {
+        t.dropped = dropped_of(last);
+        events = n - 1;
+    } else if (partial) {
+        t.cut = true;
+    } else {
+        fail(std::string(kNoEnd) + kPartialHint);
+    }
     std::fseek(f, static_cast<long>(sizeof(TraceHeader)), SEEK_SET);
-    t.records.reserve(n - 1); // the events and a few context and time records
+    t.records.reserve(events); // the events and a few context and time records
     Unpacker unpack(t);
-    for (size_t i = 0; i < n - 1;) {
-        const size_t k = std::min(piece.size(), n - 1 - i);
+    for (size_t i = 0; i < events;) {
+        const size_t k = std::min(piece.size(), events - i);
         if (std::fread(piece.data(), sizeof(Packed), k, f) != k) {
             fail(kReadError);
         }
         for (size_t j = 0; j < k; ++j, ++i) {
+            if (t.cut && all_zero(piece[j])) {
+                unpack.finish(true);
+                return; // space allocated ahead, never written
+            }
             unpack.add(piece[j], i);
         }
     }
-    unpack.finish();
+    unpack.finish(t.cut);
 }
 
 } // namespace
 
-TraceFile read_file(const std::string &path) {
+TraceFile read_file(const std::string &path, bool partial) {
     auto fail = [&](const std::string &what) { throw std::runtime_error(path + ": " + what); };
     // Read straight into the records (version 2) or in pieces (unpack_file).
     const std::unique_ptr<std::FILE, int (*)(std::FILE *)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
@@ -282,14 +306,14 @@ TraceFile read_file(const std::string &path) {
             std::fread(&tail, sizeof tail, 1, f.get()) != 1 || std::fseek(f.get(), sizeof(TraceHeader), SEEK_SET) != 0) {
             fail(kReadError);
         }
-        if (tail.a == 0 && tail.b == 0) {
-            fail("truncated: no end record, the file ends in zeros (space allocated for records never written: "
-                 "the run did not reach MPI_Finalize)");
+        if (tail.a == 0 && tail.b == 0 && !partial) {
+            fail(std::string("truncated: no end record, the file ends in zeros (space allocated for records never "
+                             "written: the run did not reach MPI_Finalize)") + kPartialHint);
         }
     }
-    if (body % record_size != 0) {
+    if (body % record_size != 0 && !partial) {
         fail("truncated: " + std::to_string(body % record_size) + " bytes of a partial record at byte " +
-             std::to_string(size - body % record_size));
+             std::to_string(size - body % record_size) + kPartialHint);
     }
     const size_t n = body / record_size;
     if (version == 2) {
@@ -297,11 +321,17 @@ TraceFile read_file(const std::string &path) {
         if (std::fread(t.records.data(), sizeof(TraceRecord), n, f.get()) != n) {
             fail(kReadError);
         }
-        if (t.records.empty() || t.records.back().op != static_cast<uint8_t>(TraceOp::end)) {
-            fail(kNoEnd);
+        if (!t.records.empty() && t.records.back().op == static_cast<uint8_t>(TraceOp::end)) {
+            t.dropped = t.records.back().t_ns;
+            t.records.pop_back();
+        } else if (partial) {
+            t.cut = true;
+            const auto zero = std::find_if(t.records.begin(), t.records.end(),
+                                           [](const TraceRecord &r) { return all_zero(r); });
+            t.records.erase(zero, t.records.end());
+        } else {
+            fail(std::string(kNoEnd) + kPartialHint);
         }
-        t.dropped = t.records.back().t_ns;
-        t.records.pop_back();
         for (size_t i = 0; i < t.records.size(); ++i) {
             const uint8_t op = t.records[i].op;
             if (!is_event(op)) {
@@ -309,9 +339,9 @@ TraceFile read_file(const std::string &path) {
             }
         }
     } else if (version == 3) {
-        unpack_file<PackedRecordV3>(f.get(), size, n, t);
+        unpack_file<PackedRecordV3>(f.get(), n, t, partial);
     } else {
-        unpack_file<PackedRecord>(f.get(), size, n, t);
+        unpack_file<PackedRecord>(f.get(), n, t, partial);
     }
     to_ids_and_ns(t);
     return t;

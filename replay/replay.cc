@@ -24,7 +24,8 @@ using trace::TraceRecord;
 namespace {
 
 const char *const kUsage =
-    "usage: ubermatch-replay TRACE_DIR|FILE.umt [--backends a,b,...] [--params k=v,...] [--reps N] [--no-sweep] [--print]\n";
+    "usage: ubermatch-replay TRACE_DIR|FILE.umt [--backends a,b,...] [--params k=v,...] [--reps N] [--no-sweep] [--print]\n"
+    "                       [--partial]  (read the files of a run that died before MPI_Finalize up to their cut)\n";
 
 struct Result {
     std::string backend;
@@ -74,7 +75,7 @@ std::vector<std::string> split(const std::string &s) {
     return out;
 }
 
-std::vector<trace::TraceFile> load(const std::string &where) {
+std::vector<trace::TraceFile> load(const std::string &where, bool partial) {
     std::vector<std::string> paths;
     struct stat st {};
     if (::stat(where.c_str(), &st) != 0) {
@@ -111,7 +112,7 @@ std::vector<trace::TraceFile> load(const std::string &where) {
     }
     std::vector<trace::TraceFile> files;
     for (const std::string &p : paths) {
-        files.push_back(trace::read_file(p));
+        files.push_back(trace::read_file(p, partial));
     }
     if (big) {
         std::fprintf(stderr, "read in %.1f s\n", 1e-9 * static_cast<double>(Timers::now_ns() - t0));
@@ -128,9 +129,10 @@ std::string id_text(uint64_t id) { return id == trace::kUnknownId ? "?" : std::t
 void print(const std::vector<trace::TraceFile> &files) {
     std::printf("# rank t_ns cid op source tag coll msg_size comm_size id matched result\n");
     for (const auto &f : files) {
-        std::printf("# %s: rank %d, recorded with %s, %zu events, %llu dropped\n", f.path.c_str(),
-                    f.header.rank, f.header.backend, f.records.size(),
-                    static_cast<unsigned long long>(f.dropped));
+        std::printf("# %s: rank %d, recorded with %s, %zu events, %s\n", f.path.c_str(), f.header.rank,
+                    f.header.backend, f.records.size(),
+                    f.cut ? "cut (the run died: the events after its last write are not here)"
+                          : (std::to_string(f.dropped) + " dropped").c_str());
         for (const TraceRecord &r : f.records) {
             std::printf("%d %llu %u %s %s %s %u %u %u %llu %s %u\n", f.header.rank,
                         static_cast<unsigned long long>(r.t_ns), r.cid, trace::op_name(r.op),
@@ -360,7 +362,7 @@ int run(int argc, char **argv) {
     std::string dir;
     std::vector<std::string> names;
     um_params_t params = default_params();
-    bool print_only = false, sweep = true;
+    bool print_only = false, sweep = true, partial = false;
     int reps_arg = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -382,6 +384,8 @@ int run(int argc, char **argv) {
             print_only = true;
         } else if (a == "--no-sweep") {
             sweep = false;
+        } else if (a == "--partial") {
+            partial = true;
         } else if (a == "-h" || a == "--help") {
             std::printf("%s", kUsage);
             return 0;
@@ -404,7 +408,17 @@ int run(int argc, char **argv) {
     for (const std::string &n : names) {
         make_engine(n, 1, params); // an unknown name or bad --params: the valid choices, before any work
     }
-    const std::vector<trace::TraceFile> files = load(dir);
+    const std::vector<trace::TraceFile> files = load(dir, partial);
+    for (const auto &f : files) {
+        if (f.cut) {
+            std::fprintf(stderr,
+                         "%s: cut (no end record: the run did not reach MPI_Finalize); the %zu events written "
+                         "before the cut are read, those after its last write are lost%s\n",
+                         f.path.c_str(), f.records.size(),
+                         f.header.ns_per_tick == 1.0 ? "; its times are clock ticks, not ns, if its clock was the TSC (the rate is written at the end)"
+                                                     : "");
+        }
+    }
     if (print_only) {
         print(files);
         return 0;
@@ -413,6 +427,10 @@ int run(int argc, char **argv) {
     for (const auto &f : files) {
         total += f.records.size();
         dropped += f.dropped;
+    }
+    if (total == 0) {
+        std::printf("trace %s: %zu ranks, no events to replay\n", dir.c_str(), files.size());
+        return 0;
     }
     const std::string recorded = files.front().header.backend;
     std::printf("trace %s: %zu ranks, %llu events, recorded with backend %s\n", dir.c_str(), files.size(),

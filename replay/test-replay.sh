@@ -132,15 +132,35 @@ expect_error "version 2 with version 4's records" "v2.umt: record size 16, versi
 expect_error "version 3 with version 4's records" "v3.umt: record size 16, version 3 has 24" "$tmp/in/v3.umt"
 { head -c $((56 + 16 * 5)) "$f"; printf '\017'; tail -c +$((56 + 16 * 5 + 2)) "$f"; } >"$tmp/in/badop.umt"
 expect_error "unknown operation" "badop.umt: corrupt: record 5 has unknown operation 15" "$tmp/in/badop.umt"
+# A run that died before MPI_Finalize: its file has no end record and, written with direct I/O,
+# ends in the zeros of space allocated ahead. Rank 0's trace cut after half its records so:
+# refused, naming --partial; with --partial, read up to the cut and replayed, 0 mismatches.
+mkdir "$tmp/cut"
+keep=$((56 + 16 * (($(stat -c %s "$tmp/fds/rank-0.umt") - 56) / 32)))
+head -c $keep "$tmp/fds/rank-0.umt" >"$tmp/cut/rank-0.umt"
+truncate -s $((keep + 65536)) "$tmp/cut/rank-0.umt"
+expect_error "a cut trace" "rank-0.umt: truncated: no end record, the file ends in zeros" "$tmp/cut"
+out=$("$replay" "$tmp/cut" --partial --backends list,auto --no-sweep 2>&1)
+check "--partial replays a cut trace up to its cut, 0 mismatches" test $? -eq 0
+check "--partial says how many events it read" \
+    grep -q "rank-0.umt: cut (no end record.* the [1-9][0-9]* events written before the cut are read" <<<"$out"
 mkdir "$tmp/empty"
 expect_error "empty directory" "no *.umt trace files" "$tmp/empty"
 expect_error "unknown backend" "list" "$tmp/fds" --backends nosuch
 expect_error "unknown parameter" "valid: bins, theta" "$tmp/fds" --params nosuch=1
 
+# A trace directory is made with its missing parents; one that cannot be stops start-up, named.
 timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 --mca pml ubermatch \
-    --mca pml_ubermatch_trace /nonexistent/trace "$build/examples/mpi/pingpong_demo" >"$tmp/baddir.log" 2>&1 </dev/null
-check "an unusable trace directory stops start-up, named" \
-    grep -q "pml_ubermatch_trace: cannot create directory /nonexistent/trace" "$tmp/baddir.log"
+    --mca pml_ubermatch_trace "$tmp/new/job/trace" "$build/examples/mpi/pingpong_demo" >"$tmp/newdir.log" 2>&1 </dev/null
+check "a trace directory is made with its parents" test -s "$tmp/new/job/trace/rank-1.umt"
+timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 --mca pml ubermatch \
+    --mca pml_ubermatch_trace "$tmp/fds/rank-0.umt/trace" "$build/examples/mpi/pingpong_demo" >"$tmp/baddir.log" 2>&1 </dev/null
+check "a trace directory under a file stops start-up, named" \
+    grep -q "pml_ubermatch_trace: cannot create directory $tmp/fds/rank-0.umt/trace: Not a directory" "$tmp/baddir.log"
+timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 --mca pml ubermatch \
+    --mca pml_ubermatch_trace "$tmp/fds/rank-0.umt" "$build/examples/mpi/pingpong_demo" >"$tmp/notdir.log" 2>&1 </dev/null
+check "a file given as the trace directory stops start-up, named" \
+    grep -q "pml_ubermatch_trace: $tmp/fds/rank-0.umt exists and is not a directory" "$tmp/notdir.log"
 
 [ $fails -eq 0 ] && echo "replay tests: all passed" || echo "replay tests: $fails failed"
 [ $fails -eq 0 ]

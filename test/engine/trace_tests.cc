@@ -533,7 +533,8 @@ TEST_CASE("a damaged trace is read or refused by name, never worse", "[trace]") 
     REQUIRE(trace::read_file(path).records.size() > 600);
     const std::string bad = rec.dir + "/bad.umt";
     std::mt19937 rng(2026);
-    int read = 0, refused = 0, cut_read = 0;
+    int read = 0, refused = 0, cut_read = 0, cut_partial = 0;
+    const std::vector<TraceRecord> whole = trace::read_file(path).records;
     for (int it = 0; it < 3000; ++it) {
         std::vector<char> b = good;
         const int kind = it % 4;
@@ -556,6 +557,38 @@ TEST_CASE("a damaged trace is read or refused by name, never worse", "[trace]") 
             std::ofstream out(bad, std::ios::binary | std::ios::trunc);
             out.write(b.data(), static_cast<std::streamsize>(b.size()));
         }
+        if (kind == 2 && b.size() >= sizeof(trace::TraceHeader)) {
+            // --partial: what comes before the cut, event for event (times aside:
+            // the last ones are interpolated up to a time record now missing).
+            const trace::TraceFile f = trace::read_file(bad, true);
+            CHECK(f.cut);
+            REQUIRE(f.records.size() <= whole.size());
+            size_t events = 0; // among the whole records left
+            for (size_t at = sizeof(trace::TraceHeader); at + 16 <= b.size(); at += 16) {
+                trace::PackedRecord p{};
+                std::memcpy(&p, &good[at], sizeof p);
+                events += trace::is_event(trace::op_of(p));
+            }
+            CHECK(f.records.size() == events);
+            // As direct I/O leaves it: the space allocated ahead, zeros.
+            std::vector<char> padded = b;
+            padded.resize((b.size() - sizeof(trace::TraceHeader)) / 16 * 16 + sizeof(trace::TraceHeader));
+            padded.resize(padded.size() + 4096);
+            const std::string zeros = bad + ".zeros";
+            {
+                std::ofstream out(zeros, std::ios::binary | std::ios::trunc);
+                out.write(padded.data(), static_cast<std::streamsize>(padded.size()));
+            }
+            CHECK_THROWS_WITH(trace::read_file(zeros), Catch::Contains("the file ends in zeros") &&
+                                                           Catch::Contains("--partial replays the events"));
+            CHECK(trace::read_file(zeros, true).records.size() == events);
+            for (size_t i = 0; i < f.records.size(); ++i) {
+                TraceRecord r = f.records[i];
+                r.t_ns = whole[i].t_ns;
+                CHECK(std::memcmp(&r, &whole[i], sizeof r) == 0);
+            }
+            ++cut_partial;
+        }
         try {
             const trace::TraceFile f = trace::read_file(bad);
             ++read;
@@ -568,6 +601,7 @@ TEST_CASE("a damaged trace is read or refused by name, never worse", "[trace]") 
     }
     INFO(read << " read, " << refused << " refused");
     CHECK(cut_read == 0);
+    CHECK(cut_partial >= 700); // each cut past the header, read up to its cut
     CHECK(refused >= 750); // every cut file at least
     CHECK(read > 0);       // and some damage the format cannot see (a tag changed) is read
 }
