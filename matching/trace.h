@@ -53,7 +53,7 @@ struct TraceHeader {
     uint32_t version;
     uint32_t record_size; // sizeof(PackedRecord) (version 3: PackedRecordV3, 2: TraceRecord)
     int32_t rank;         // in MPI_COMM_WORLD (-1: unknown)
-    uint32_t reserved;
+    uint32_t job;         // the recording run's job id, the same in each of its files (0: unknown)
     uint64_t t0_ns;       // CLOCK_MONOTONIC at the start
     double ns_per_tick;   // records' t_ns in the file: clock ticks since the start; written at the end
     char backend[16];     // the recorded run's backend, NUL-padded
@@ -137,6 +137,10 @@ constexpr uint64_t kUnknownId = UINT64_MAX;
 // (trace_writer.h; false: through the page cache). Returns false with a
 // message in err when dir cannot be used.
 bool start(const char *dir, bool threads, std::string &err, bool direct = true);
+// The run's job id for the files' headers, and the tag of its file names
+// (TAG-rank-R.umt; empty: rank-R.umt), for the files created from now on:
+// a spawned job's ranks count from 0 too, and must not write its parent's files.
+void set_job(uint32_t job, const std::string &tag);
 bool on();
 
 // The engine-creation hook: while recording, wraps e in an engine that records

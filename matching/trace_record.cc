@@ -86,10 +86,12 @@ struct Event {
 // room kept for the extra records).
 class Recorder {
 public:
-    Recorder(const std::string &dir, int32_t rank, const char *backend, bool threads, bool direct)
+    Recorder(const std::string &dir, const std::string &tag, uint32_t job, int32_t rank, const char *backend,
+             bool threads, bool direct)
         : threads_(threads),
-          path_(dir + "/rank-" + std::to_string(rank >= 0 ? rank : static_cast<int32_t>(getpid())) + ".umt"),
-          header_(make_header(rank, clock_.t0_ns(), backend)), out_(path_, &header_, sizeof header_, direct) {
+          path_(dir + "/" + (tag.empty() ? "" : tag + "-") + "rank-" +
+                std::to_string(rank >= 0 ? rank : static_cast<int32_t>(getpid())) + ".umt"),
+          header_(make_header(rank, job, clock_.t0_ns(), backend)), out_(path_, &header_, sizeof header_, direct) {
         buf_ = out_.area();
         room_ = out_.room();
         if (!out_.ok()) {
@@ -191,12 +193,13 @@ private:
     PackedRecord time_record() const {
         return {static_cast<uint8_t>(TraceOp::time), clock_.ticks() - clock_.tick0()};
     }
-    static TraceHeader make_header(int32_t rank, uint64_t t0_ns, const char *backend) {
+    static TraceHeader make_header(int32_t rank, uint32_t job, uint64_t t0_ns, const char *backend) {
         TraceHeader h{};
         std::memcpy(h.magic, kMagic, sizeof h.magic);
         h.version = kVersion;
         h.record_size = sizeof(PackedRecord);
         h.rank = rank;
+        h.job = job;
         h.t0_ns = t0_ns;
         h.ns_per_tick = 1.0; // until the end
         std::strncpy(h.backend, backend, sizeof h.backend - 1);
@@ -227,6 +230,8 @@ private:
 };
 
 std::string g_dir;
+std::string g_tag; // set_job's
+uint32_t g_job = 0;
 bool g_threads = false;
 bool g_direct = true;
 std::mutex g_mu;
@@ -236,7 +241,7 @@ std::shared_ptr<Recorder> recorder_for(int32_t rank, const char *backend) {
     std::lock_guard<std::mutex> lock(g_mu);
     std::shared_ptr<Recorder> r = g_recorder.lock();
     if (!r) {
-        r = std::make_shared<Recorder>(g_dir, rank, backend, g_threads, g_direct);
+        r = std::make_shared<Recorder>(g_dir, g_tag, g_job, rank, backend, g_threads, g_direct);
         g_recorder = r;
     }
     return r;
@@ -381,6 +386,12 @@ bool start(const char *dir, bool threads, std::string &err, bool direct) {
     return true;
 }
 
+void set_job(uint32_t job, const std::string &tag) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_job = job;
+    g_tag = tag;
+}
+
 bool on() { return !g_dir.empty(); }
 
 std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t rank) {
@@ -393,8 +404,10 @@ std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t 
 } // namespace trace
 } // namespace ubermatch
 
-extern "C" int um_trace_start(const char *dir, int threads, int direct, char *err, size_t errlen) {
+extern "C" int um_trace_start(const char *dir, int threads, int direct, unsigned job, const char *tag, char *err,
+                              size_t errlen) {
     std::string msg;
+    ubermatch::trace::set_job(job, tag != nullptr ? tag : "");
     if (ubermatch::trace::start(dir, threads != 0, msg, direct != 0)) {
         return 0;
     }

@@ -9,11 +9,13 @@
 extern "C" {
 #endif
 
-/* Every engine created after this records into dir/rank-R.umt; NULL or "":
- * off. threads: non-zero under MPI_THREAD_MULTIPLE (records then take a
- * lock). direct: non-zero for direct I/O where the file system takes it.
- * Returns 0, or -1 with a message in err when dir cannot be created. */
-int um_trace_start(const char *dir, int threads, int direct, char *err, size_t errlen);
+/* Every engine created after this records into dir/rank-R.umt (tag given:
+ * dir/TAG-rank-R.umt); NULL or "": off. threads: non-zero under
+ * MPI_THREAD_MULTIPLE (records then take a lock). direct: non-zero for direct
+ * I/O where the file system takes it. job: the run's job id, in each file's
+ * header. Returns 0, or -1 with a message in err when dir cannot be used. */
+int um_trace_start(const char *dir, int threads, int direct, unsigned job, const char *tag, char *err,
+                   size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -75,6 +77,33 @@ std::vector<std::string> split(const std::string &s) {
     return out;
 }
 
+// A job's ranks and the jobs it spawned share the family of their job ids
+// (its upper 16 bits in Open MPI 4.1); another family is another mpirun: a
+// rerun into the same directory with fewer ranks leaves the earlier run's
+// files of the ranks above. Files of before the job id (0) are not checked.
+void check_one_run(const std::string &where, const std::vector<trace::TraceFile> &files) {
+    std::map<uint32_t, std::vector<std::string>> runs;
+    for (const auto &f : files) {
+        if (f.header.job != 0) {
+            runs[f.header.job >> 16].push_back(f.path.substr(f.path.rfind('/') + 1));
+        }
+    }
+    if (runs.size() < 2) {
+        return;
+    }
+    std::string what;
+    for (const auto &[family, names] : runs) {
+        what += "\n  run " + std::to_string(family) + ":";
+        for (const std::string &n : names) {
+            what += " " + n;
+        }
+    }
+    throw std::runtime_error(where + ": the trace files are of " + std::to_string(runs.size()) +
+                             " different runs (each rewrites its own ranks' files and leaves the others):" + what +
+                             "\n  replay one run's files: remove the others, or record each run in a directory "
+                             "of its own");
+}
+
 std::vector<trace::TraceFile> load(const std::string &where, bool partial) {
     std::vector<std::string> paths;
     struct stat st {};
@@ -117,8 +146,10 @@ std::vector<trace::TraceFile> load(const std::string &where, bool partial) {
     if (big) {
         std::fprintf(stderr, "read in %.1f s\n", 1e-9 * static_cast<double>(Timers::now_ns() - t0));
     }
-    std::sort(files.begin(), files.end(),
-              [](const trace::TraceFile &a, const trace::TraceFile &b) { return a.header.rank < b.header.rank; });
+    std::sort(files.begin(), files.end(), [](const trace::TraceFile &a, const trace::TraceFile &b) {
+        return a.header.job != b.header.job ? a.header.job < b.header.job : a.header.rank < b.header.rank;
+    });
+    check_one_run(where, files);
     return files;
 }
 
@@ -129,8 +160,8 @@ std::string id_text(uint64_t id) { return id == trace::kUnknownId ? "?" : std::t
 void print(const std::vector<trace::TraceFile> &files) {
     std::printf("# rank t_ns cid op source tag coll msg_size comm_size id matched result\n");
     for (const auto &f : files) {
-        std::printf("# %s: rank %d, recorded with %s, %zu events, %s\n", f.path.c_str(), f.header.rank,
-                    f.header.backend, f.records.size(),
+        std::printf("# %s: rank %d of job %u, recorded with %s, %zu events, %s\n", f.path.c_str(), f.header.rank,
+                    f.header.job, f.header.backend, f.records.size(),
                     f.cut ? "cut (the run died: the events after its last write are not here)"
                           : (std::to_string(f.dropped) + " dropped").c_str());
         for (const TraceRecord &r : f.records) {
@@ -433,8 +464,13 @@ int run(int argc, char **argv) {
         return 0;
     }
     const std::string recorded = files.front().header.backend;
-    std::printf("trace %s: %zu ranks, %llu events, recorded with backend %s\n", dir.c_str(), files.size(),
-                static_cast<unsigned long long>(total), recorded.c_str());
+    std::set<uint32_t> jobs;
+    for (const auto &f : files) {
+        jobs.insert(f.header.job);
+    }
+    const std::string spawned = jobs.size() > 1 ? " in " + std::to_string(jobs.size()) + " jobs (spawned)" : "";
+    std::printf("trace %s: %zu ranks%s, %llu events, recorded with backend %s\n", dir.c_str(), files.size(),
+                spawned.c_str(), static_cast<unsigned long long>(total), recorded.c_str());
     // Replay short traces until about 10^6 events per configuration, at most 100 times.
     const int reps = reps_arg > 0 ? reps_arg : static_cast<int>(std::min<uint64_t>(100, 1 + 1000000 / (total + 1)));
     std::printf("replaying through %zu backends, %d time(s) each, the fastest pass kept\n", names.size(), reps);

@@ -94,6 +94,22 @@ for t in probe cancel lifetime; do
     check "MPI test $t recorded and replayed, 0 mismatches" test $? -eq 0
 done
 
+# MPI_Comm_spawn: the spawned job's ranks count from 0 too and write files of their own
+# (jobL-rank-R.umt), replayed with their parents'.
+timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 --mca pml ubermatch \
+    --mca pml_ubermatch_trace "$tmp/spawn" "$build/test/mpi/spawn" >"$tmp/spawn.log" 2>&1 </dev/null
+check "MPI_Comm_spawn runs with the trace on" grep -q "^PASS spawn" "$tmp/spawn.log"
+check "the spawned job's files apart from its parents'" \
+    test "$(ls "$tmp"/spawn/job*-rank-[01].umt "$tmp"/spawn/rank-[01].umt 2>/dev/null | wc -l)" -eq 4
+"$replay" "$tmp/spawn" --no-sweep --reps 1 >"$tmp/spawn.replay" 2>&1
+check "parents and children replayed, 0 mismatches" test $? -eq 0
+check "as 4 ranks of 2 jobs" grep -q "4 ranks in 2 jobs" "$tmp/spawn.replay"
+# A rerun into the same directory with fewer ranks leaves the earlier run's ranks 2 and 3: refused.
+cp -r "$tmp/fds" "$tmp/mixed"
+timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 --mca pml ubermatch \
+    --mca pml_ubermatch_trace "$tmp/mixed" "$build/examples/mpi/pingpong_demo" >"$tmp/mixed.log" 2>&1 </dev/null
+expect_error "files of two runs in one directory" "the trace files are of 2 different runs" "$tmp/mixed"
+
 # 3. A tampered match (the first post_recv or arrive of rank 0 with a matched address,
 # changed; version 4's 16-byte records: op in the low 4 bits of a, matched in b above its
 # low 19 bits) is reported as a bug.

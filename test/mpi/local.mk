@@ -79,3 +79,8 @@ test_mpi_alloc_faults_CFLAGS = $(UM_MPI_CFLAGS)
 test_mpi_alloc_faults_LDADD = $(MPI_LIBS)
 test_mpi_bigmsg_CFLAGS = $(UM_MPI_CFLAGS)
 test_mpi_bigmsg_LDADD = $(MPI_LIBS)
+
+# Built with the tests, run by replay/test-replay.sh only (spawn.c says why).
+check_PROGRAMS += test/mpi/spawn
+test_mpi_spawn_CFLAGS = $(UM_MPI_CFLAGS)
+test_mpi_spawn_LDADD = $(MPI_LIBS)

@@ -167,7 +167,17 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     if (OMPI_SUCCESS != mca_pml_ubermatch_assert_init()) {
         return OMPI_ERR_BAD_PARAM;
     }
-    if (0 != um_trace_start(cfg->trace, enable_mpi_threads, cfg->trace_direct, err, sizeof(err))) {
+    /* Open MPI 4.1 names the job mpirun starts [[family,1]]; a job MPI_Comm_spawn
+     * starts has another local number and ranks from 0 again, so its trace files
+     * carry that number, and every header the whole id (ubermatch-replay tells
+     * runs apart by family). */
+    const uint32_t jobid = OMPI_PROC_MY_NAME->jobid;
+    char tag[16] = "";
+    if (1 != (jobid & 0xffff)) {
+        snprintf(tag, sizeof(tag), "job%u", (unsigned) (jobid & 0xffff));
+    }
+    if (0 != um_trace_start(cfg->trace, enable_mpi_threads, cfg->trace_direct, jobid, tag, err,
+                            sizeof(err))) {
         opal_output(0, "pml_ubermatch: %s", err);
         return OMPI_ERR_BAD_PARAM;
     }
