@@ -17,6 +17,30 @@ am_win *am_state(MPI_Win win)
     return flag ? w : NULL;
 }
 
+/* Handlers, buffers and batches are served by one thread at a time, and the
+ * PML's arrival hook may run in any thread that progresses: under
+ * MPI_THREAD_MULTIPLE no window becomes an AM window (each call says why)
+ * rather than race. */
+static int thread_multiple(void)
+{
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    return level == MPI_THREAD_MULTIPLE;
+}
+
+int am_unknown_window(const char *fn)
+{
+    char msg[320];
+    if (thread_multiple()) {
+        snprintf(msg, sizeof msg, "%s: mpix_am serves no window of a program initialized with "
+                 "MPI_THREAD_MULTIPLE (its handlers and buffers are served by one thread at a time); "
+                 "initialize MPI with MPI_THREAD_SERIALIZED or lower", fn);
+        return am_fail(MPI_ERR_OTHER, msg);
+    }
+    snprintf(msg, sizeof msg, "%s: window not created with MPI_Win_create or MPI_Win_allocate", fn);
+    return am_fail(MPI_ERR_WIN, msg);
+}
+
 /* Reads the window's info key am_pack_threshold (default 0.8, as in the paper). */
 static int pack_threshold(MPI_Info info, float *out)
 {
@@ -97,7 +121,7 @@ int MPI_Win_create(void *base, MPI_Aint size, int du, MPI_Info info, MPI_Comm co
     int rc = pack_threshold(info, &th);
     if (rc != MPI_SUCCESS) return rc;
     rc = PMPI_Win_create(base, size, du, info, comm, win);
-    if (rc == MPI_SUCCESS) setup(*win, comm, th, info);
+    if (rc == MPI_SUCCESS && !thread_multiple()) setup(*win, comm, th, info);
     return rc;
 }
 
@@ -107,7 +131,7 @@ int MPI_Win_allocate(MPI_Aint size, int du, MPI_Info info, MPI_Comm comm, void *
     int rc = pack_threshold(info, &th);
     if (rc != MPI_SUCCESS) return rc;
     rc = PMPI_Win_allocate(size, du, info, comm, base, win);
-    if (rc == MPI_SUCCESS) setup(*win, comm, th, info);
+    if (rc == MPI_SUCCESS && !thread_multiple()) setup(*win, comm, th, info);
     return rc;
 }
 
@@ -299,7 +323,7 @@ int MPI_Barrier(MPI_Comm comm)
 int MPIX_Am_win_get_sync(MPI_Win win, double *seconds, long *handshakes)
 {
     am_win *w = am_state(win);
-    if (!w) return am_fail(MPI_ERR_WIN, "MPIX_Am_win_get_sync: window unknown to mpix_am");
+    if (!w) return am_unknown_window("MPIX_Am_win_get_sync");
     *seconds = w->sync_seconds;
     *handshakes = w->handshakes;
     return MPI_SUCCESS;

@@ -113,6 +113,8 @@ MPI_Datatype am_type_of(int index);
 void *am_grow(void *p, size_t *cap, size_t need, size_t elem);
 int am_fits(const am_win *w, int bytes);
 am_win *am_state(MPI_Win win); /* NULL: a window this library does not know */
+/* fn's error for such a window, saying why it is not known. */
+int am_unknown_window(const char *fn);
 
 /* origin side */
 int am_complete(am_win *w, int target);  /* MPI_ANY_SOURCE: every target */

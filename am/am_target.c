@@ -23,7 +23,7 @@ int am_fits(const am_win *w, int bytes)
 int MPIX_Am_win_buffer_attach(void *buffer, int size, MPI_Win win)
 {
     am_win *w = am_state(win);
-    if (!w) return am_fail(MPI_ERR_WIN, "MPIX_Am_win_buffer_attach: window unknown to mpix_am");
+    if (!w) return am_unknown_window("MPIX_Am_win_buffer_attach");
     if (!buffer || size <= 0) return am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_attach: null buffer or size <= 0");
     for (int i = 0; i < MAX_BUFS; i++)
         if (!w->buf[i]) {
@@ -41,7 +41,7 @@ int MPIX_Am_win_buffer_attach(void *buffer, int size, MPI_Win win)
 int MPIX_Am_win_buffer_detach(void *buffer, MPI_Win win)
 {
     am_win *w = am_state(win);
-    if (!w) return am_fail(MPI_ERR_WIN, "MPIX_Am_win_buffer_detach: window unknown to mpix_am");
+    if (!w) return am_unknown_window("MPIX_Am_win_buffer_detach");
     for (int i = 0; i < w->nbuf; i++)
         if (w->buf[i] == buffer) {
             am_busy++;

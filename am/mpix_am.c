@@ -282,10 +282,7 @@ static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, v
     const char *fn = kind == KIND_AM ? "MPIX_Am" : "MPIX_Amv";
     char msg[256];
     am_win *w;
-    if (!(w = am_state(win))) {
-        snprintf(msg, sizeof msg, "%s: window not created with MPI_Win_create or MPI_Win_allocate", fn);
-        return am_fail(MPI_ERR_WIN, msg);
-    }
+    if (!(w = am_state(win))) return am_unknown_window(fn);
     if (target < 0 || target >= w->size) {
         snprintf(msg, sizeof msg, "%s: target rank %d out of range; valid ranks are 0 .. %d", fn, target,
                  w->size - 1);
