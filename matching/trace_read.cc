@@ -203,13 +203,14 @@ uint64_t dropped_of(const PackedRecordV3 &p) { return p.a; }
 const char *const kNoEnd = "truncated: no end record (the run did not reach MPI_Finalize, or the file was cut)";
 // How to read such a file all the same.
 const char *const kPartialHint = "; ubermatch-replay --partial replays the events written before the cut";
+const char *const kReadError = "read error (the file changed while read?)";
 
+// Space allocated ahead and never written (no record is all zero).
 template <class Packed>
 bool all_zero(const Packed &p) {
     static const Packed zero{};
     return std::memcmp(&p, &zero, sizeof p) == 0;
 }
-const char *const kReadError = "read error (the file changed while read?)";
 
 // Versions 3 and 4: the end record last, the rest unpacked in pieces (a
 // 10^8-event trace is 4.8 GB as TraceRecords, so the packed file is not held
