@@ -125,6 +125,20 @@ const std::vector<Backend> &table() {
 
 const std::vector<Backend> &backends() { return table(); }
 
+uint32_t relaxations_of(const std::string &backend) {
+    for (const Backend &b : table()) {
+        if (backend == b.name) {
+            const std::string a = b.assertion != nullptr ? b.assertion : "";
+            auto bit = [&](const char *what, Relaxation r) -> uint32_t {
+                return a.find(what) != std::string::npos ? r : 0u;
+            };
+            return bit("mpi_assert_no_any_source", kNoAnySource) | bit("mpi_assert_no_any_tag", kNoAnyTag) |
+                   bit("ubermatch_no_unexpected", kNoUnexpected) | bit("mpi_assert_allow_overtaking", kOvertaking);
+        }
+    }
+    return 0;
+}
+
 const std::string &backend_names() {
     static const std::string names = [] {
         std::string full;

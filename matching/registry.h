@@ -22,6 +22,16 @@ struct Backend {
 
 const std::vector<Backend> &backends();
 
+// What a relaxed backend relies on, as bits (the PML's UM_PROTO_ASSERT_* have
+// the same values); 0: full matching, or a name no backend has.
+enum Relaxation : uint32_t {
+    kNoAnySource = 1,  // mpi_assert_no_any_source
+    kNoAnyTag = 2,     // mpi_assert_no_any_tag
+    kNoUnexpected = 4, // ubermatch_no_unexpected
+    kOvertaking = 8,   // mpi_assert_allow_overtaking
+};
+uint32_t relaxations_of(const std::string &backend);
+
 // "list, perpeer, bins; for communicators with matching assertions: nosource, exact"
 const std::string &backend_names();
 

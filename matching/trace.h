@@ -27,7 +27,9 @@ constexpr uint32_t kVersion = 4;
 constexpr uint32_t kOldestVersion = 2; // read_file reads kOldestVersion .. kVersion
 
 enum class TraceOp : uint8_t {
-    comm_create = 1, // source: this rank in the communicator, tag: its size
+    comm_create = 1, // source: this rank in the communicator, tag: its size, result: the
+                     // engine's relaxations (registry.h) | kInternalEngine (in the file:
+                     // matched = result << 3)
     post_recv = 2,
     arrive = 3,
     probe = 4,
@@ -143,9 +145,15 @@ bool start(const char *dir, bool threads, std::string &err, bool direct = true);
 void set_job(uint32_t job, const std::string &tag);
 bool on();
 
+// comm_create's result bit for the engine of Open MPI's own traffic (negative
+// tags) that a communicator with a relaxed engine keeps beside it: the two
+// record under one cid, and a replay keeps them apart as the PML does.
+constexpr uint8_t kInternalEngine = 16;
+
 // The engine-creation hook: while recording, wraps e in an engine that records
-// every call (rank: this process's rank in the communicator); else returns e.
-std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t rank);
+// every call (rank: this process's rank in the communicator; internal: the
+// engine of Open MPI's traffic beside a relaxed one); else returns e.
+std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t rank, bool internal = false);
 
 // A whole trace file, checked. Throws std::runtime_error naming the file and
 // what is wrong (truncated, not a trace, another version, corrupt record).

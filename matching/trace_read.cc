@@ -62,6 +62,10 @@ void to_ids_and_ns(TraceFile &t) {
         case TraceOp::probe: r.matched = id_of(r.matched, false); break;
         case TraceOp::mprobe: r.matched = id_of(r.matched, true); break;
         case TraceOp::cancel: r.id = id_of(r.id, r.result == 1); break;
+        case TraceOp::comm_create:
+            r.result = static_cast<uint8_t>(r.matched >> 3 & 0x1f); // the engine's relaxations and role
+            r.id = r.matched = 0;
+            break;
         default: r.id = r.matched = 0; break;
         }
     }

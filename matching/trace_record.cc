@@ -22,6 +22,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "matching/registry.h"
 #include "matching/trace.h"
 #include "matching/trace_writer.h"
 #include "matching/um_trace.h"
@@ -257,10 +258,14 @@ uint64_t address(const void *handle) { return static_cast<uint64_t>(reinterpret_
 // more than the second pass).
 class TracingEngine final : public Engine {
 public:
-    TracingEngine(std::unique_ptr<Engine> inner, uint32_t cid, int32_t rank)
+    TracingEngine(std::unique_ptr<Engine> inner, uint32_t cid, int32_t rank, bool internal)
         : Engine(inner->comm_size()), inner_(std::move(inner)), timed_(inner_->timers_on()), cid_(cid),
           owner_(recorder_for(cid == 0 ? rank : -1, inner_->name())), rec_(*owner_) {
-        rec_.add(cid_, um_hint_t{}, {TraceOp::comm_create, 0, rank, comm_size(), 0, 0});
+        // Its relaxations and role in the matched field (8-aligned: the short
+        // form): a replay must know where the job let equal keys overtake, and
+        // which of a communicator's engines this one is.
+        const uint64_t what = relaxations_of(inner_->name()) | (internal ? kInternalEngine : 0u);
+        rec_.add(cid_, um_hint_t{}, {TraceOp::comm_create, 0, rank, comm_size(), 0, what << 3});
     }
     const char *name() const override { return inner_->name(); }
 
@@ -394,11 +399,11 @@ void set_job(uint32_t job, const std::string &tag) {
 
 bool on() { return !g_dir.empty(); }
 
-std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t rank) {
+std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t rank, bool internal) {
     if (__builtin_expect(g_dir.empty(), 1)) {
         return e;
     }
-    return std::make_unique<TracingEngine>(std::move(e), cid, rank);
+    return std::make_unique<TracingEngine>(std::move(e), cid, rank, internal);
 }
 
 } // namespace trace

@@ -87,7 +87,9 @@ if dd if=/dev/zero of="$tmp/probe" bs=4096 count=1 oflag=direct status=none 2>/d
 else
     echo "skipped: the file system under $tmp refuses O_DIRECT or fallocate (direct I/O not checked, not counted)"
 fi
-for t in probe cancel lifetime; do
+# assertions: relaxed engines beside the engine of Open MPI's own traffic under one cid, refused
+# wildcards, engines swapped by MPI_Comm_set_info, overtaking allowed.
+for t in probe cancel lifetime assertions; do
     UM_BUILD=$build MPI_TESTS_ONLY=$t bash test/mpi/run-mpi-tests.sh "$build/test-mpi" --mca pml ubermatch \
         --mca pml_ubermatch_trace "$tmp/mpi-$t" >"$tmp/mpi-$t.log" 2>&1
     "$replay" "$tmp/mpi-$t" --no-sweep --reps 1 >"$tmp/mpi-$t.replay" 2>&1
@@ -104,6 +106,11 @@ check "the spawned job's files apart from its parents'" \
 "$replay" "$tmp/spawn" --no-sweep --reps 1 >"$tmp/spawn.replay" 2>&1
 check "parents and children replayed, 0 mismatches" test $? -eq 0
 check "as 4 ranks of 2 jobs" grep -q "4 ranks in 2 jobs" "$tmp/spawn.replay"
+# A relaxed backend asked for, on a trace with the ANY_TAG receives it refuses: unfit, no bug.
+"$replay" "$tmp/spawn" --backends exact,auto --no-sweep --reps 1 >"$tmp/spawn-exact.replay" 2>&1
+check "a relaxed backend the trace does not fit: exit 0" test $? -eq 0
+check "... said so, and not recommended" grep -q "^exact: does not fit this trace: it refused [1-9]" "$tmp/spawn-exact.replay"
+check "... the full backend recommended" grep -q "pml_ubermatch_backend auto " "$tmp/spawn-exact.replay"
 # A rerun into the same directory with fewer ranks leaves the earlier run's ranks 2 and 3: refused.
 cp -r "$tmp/fds" "$tmp/mixed"
 timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 --mca pml ubermatch \

@@ -475,8 +475,8 @@ private:
     // Under the lock: sequence check, then the engine. True when msg was kept.
     bool accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns);
     bool arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns);
-    // relaxed.cc, under the lock: the engine of comm's point-to-point traffic.
-    std::unique_ptr<Engine> new_engine(const Comm &comm, const std::string &backend);
+    // relaxed.cc, under the lock: an engine of comm (internal: of Open MPI's traffic beside a relaxed one).
+    std::unique_ptr<Engine> new_engine(const Comm &comm, const std::string &backend, bool internal = false);
     void set_engine(Comm &comm, std::unique_ptr<Engine> engine, const std::string &backend);
     // An arrival the no-unexpected engine refused: comm keeps unexpected messages
     // from now on. False: no memory for that.

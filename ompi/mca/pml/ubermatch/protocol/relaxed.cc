@@ -20,24 +20,13 @@ bool ends_with(const std::string &s, const char *suffix) {
     return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
-// The assertions a backend relies on, from the registry's text.
-uint32_t assertions_of(const std::string &backend) {
-    for (const Backend &b : backends()) {
-        if (backend == b.name) {
-            if (b.assertion == nullptr) {
-                return 0;
-            }
-            const std::string a = b.assertion;
-            uint32_t bits = 0;
-            bits |= a.find("mpi_assert_no_any_source") != std::string::npos ? UM_PROTO_ASSERT_NO_ANY_SOURCE : 0;
-            bits |= a.find("mpi_assert_no_any_tag") != std::string::npos ? UM_PROTO_ASSERT_NO_ANY_TAG : 0;
-            bits |= a.find("ubermatch_no_unexpected") != std::string::npos ? UM_PROTO_ASSERT_NO_UNEXPECTED : 0;
-            bits |= a.find("mpi_assert_allow_overtaking") != std::string::npos ? UM_PROTO_ASSERT_ALLOW_OVERTAKING : 0;
-            return bits;
-        }
-    }
-    return 0;
-}
+// The assertions a backend relies on (UM_PROTO_ASSERT_*: the registry's bits).
+constexpr bool same(um_proto_assert a, Relaxation r) { return static_cast<uint32_t>(a) == static_cast<uint32_t>(r); }
+static_assert(same(UM_PROTO_ASSERT_NO_ANY_SOURCE, kNoAnySource) && same(UM_PROTO_ASSERT_NO_ANY_TAG, kNoAnyTag) &&
+                  same(UM_PROTO_ASSERT_NO_UNEXPECTED, kNoUnexpected) &&
+                  same(UM_PROTO_ASSERT_ALLOW_OVERTAKING, kOvertaking),
+              "the protocol's assertion bits are the registry's");
+uint32_t assertions_of(const std::string &backend) { return relaxations_of(backend); }
 
 // The most relaxed backend that relies on no assertion outside bits; empty
 // when every one relies on one (full matching then).
@@ -80,8 +69,8 @@ void copy_name(char (&dst)[32], const std::string &src) {
 
 } // namespace
 
-std::unique_ptr<Engine> Protocol::new_engine(const Comm &comm, const std::string &backend) {
-    return trace::record(make_engine(backend, comm.remote_size, params_), comm.cid, comm.local_rank);
+std::unique_ptr<Engine> Protocol::new_engine(const Comm &comm, const std::string &backend, bool internal) {
+    return trace::record(make_engine(backend, comm.remote_size, params_), comm.cid, comm.local_rank, internal);
 }
 
 // Throws (before changing anything) when no engine can be made.
@@ -92,7 +81,7 @@ void Protocol::set_engine(Comm &comm, std::unique_ptr<Engine> engine, const std:
             comm.coll = std::move(comm.engine); // the caller checked: it holds only Open MPI's traffic
         } else {
             // The configured backend, unless it is itself relaxed (then the default).
-            comm.coll = new_engine(comm, assertions_of(backend_) == 0 ? backend_ : "auto");
+            comm.coll = new_engine(comm, assertions_of(backend_) == 0 ? backend_ : "auto", true);
         }
     } else if (relaxed == 0 && comm.coll != nullptr && holds_nothing(*comm.coll)) {
         comm.coll.reset(); // one engine for all traffic again
