@@ -134,6 +134,27 @@ out=$("$replay" "$tmp/bad" --backends list,auto --no-sweep 2>&1)
 check "a changed match is a MISMATCH, exit 1" test $? -eq 1
 check "the mismatch names file and event" grep -q "^MISMATCH list: .*rank-0.umt rank 0 event .*recorded match ?" <<<"$out"
 
+# A call the job's engine refused (a relaxed backend's assertion: result 2) queued nothing, so
+# it is not replayed: a made-up trace (version 4 as matching/trace.h lays it out) where a
+# refused ANY_TAG receive comes before the message a later receive takes.
+mkdir "$tmp/refused"
+python3 - "$tmp/refused/rank-0.umt" <<'PY'
+import struct, sys
+def ev(op, result, source, tag, addr, matched):  # an event: op, result, source, tag, addresses
+    a = (addr << 16) | ((source & 0x1fff) << 6) | (result << 4) | op
+    return struct.pack('<QQ', a, (matched << 16) | (tag & 0x7ffff))
+recs = [struct.pack('<QQ', 11, 0), struct.pack('<QQ', 10, (8 << 32) | 2),  # time; context: cid 0, 8 B, size 2
+        ev(1, 0, 0, 2, 0, 0),            # comm_create: rank 0 of 2, full matching
+        ev(2, 2, 1, -1, 0x1000, 0),      # post_recv (1, ANY_TAG), refused
+        ev(3, 0, 1, 5, 0x2000, 0),       # arrive (1, 5), unexpected
+        ev(2, 1, 1, 5, 0x3000, 0x2000),  # post_recv (1, 5) takes it
+        struct.pack('<QQ', 11, 100), struct.pack('<QQ', 9, 0)]  # time; end
+head = b'UMTRACE\0' + struct.pack('<IIiIQd', 4, 16, 0, 0, 0, 1.0) + b'exact'.ljust(16, b'\0')
+open(sys.argv[1], 'wb').write(head + b''.join(recs))
+PY
+"$replay" "$tmp/refused" --backends list,auto --no-sweep --reps 1 >"$tmp/refused.replay" 2>&1
+check "a call refused in the job is not replayed: 0 mismatches" test $? -eq 0
+
 # 4. Bad input: each gets its own error naming the file.
 f=$tmp/fds/rank-1.umt
 mkdir "$tmp/in"
