@@ -315,7 +315,13 @@ Result replay(const std::vector<trace::TraceFile> &files, const std::string &bac
                         harvest(*slot, res);
                     }
                     const uint64_t c0 = Timers::now_ns(); // creation is not matching: left out
-                    slot = make_engine(backend, r.tag, params);
+                    // A relaxed backend replayed keeps Open MPI's traffic on auto,
+                    // as the PML does with it (that traffic makes no assertion).
+                    const bool relaxed = res.assertion != nullptr;
+                    slot = make_engine(internal && relaxed ? "auto" : backend, r.tag, params);
+                    if (!internal && relaxed && !rc.internal) {
+                        rc.internal = make_engine("auto", r.tag, params);
+                    }
                     untimed += Timers::now_ns() - c0;
                     if (!internal) {
                         rc.size = r.tag;
