@@ -43,8 +43,9 @@ bool takes(const Posted &r, int32_t tag) { return r.tag == UM_ANY_TAG || r.tag =
 } // namespace
 
 TEST_CASE("protocol: random engine switches with traffic queued keep MPI's matching", "[protocol][relaxed]") {
-    const char *const kBackends[] = {"auto",   "nosource",         "exact",         "overtake", "overtake-anytag",
-                                     "list",   "nosource-nounexp", "exact-nounexp", "perpeer"};
+    const char *const kBackends[] = {"auto",     "nosource", "exact",  "overtake", "overtake-anytag", "nosource-nounexp",
+                                     "exact-nounexp", "list", "perpeer", "bins",   "vector",   "fuzzy8",
+                                     "pnp",      "col",      "colpnp", "col+list", "list+pnp"};
     const uint64_t seed = GENERATE(range(1u, 21u));
     std::mt19937_64 rng(seed);
     Pair p;
