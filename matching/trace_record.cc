@@ -87,8 +87,9 @@ struct Event {
 // room kept for the extra records).
 class Recorder {
 public:
-    Recorder(const std::string &dir, const std::string &tag, uint32_t job, int32_t rank, const char *backend,
-             bool threads, bool direct)
+    // size: of the communicator whose engine made it (MPI_COMM_WORLD's for rank >= 0).
+    Recorder(const std::string &dir, const std::string &tag, uint32_t job, int32_t rank, int32_t size,
+             const char *backend, bool threads, bool direct)
         : threads_(threads),
           path_(dir + "/" + (tag.empty() ? "" : tag + "-") + "rank-" +
                 std::to_string(rank >= 0 ? rank : static_cast<int32_t>(getpid())) + ".umt"),
@@ -98,6 +99,8 @@ public:
         if (!out_.ok()) {
             std::fprintf(stderr, "ubermatch trace: cannot create %s (%s): recording nothing\n", path_.c_str(),
                          std::strerror(out_.error()));
+        } else if (rank == 0) {
+            warn_leftovers(dir, tag, job, size);
         }
     }
     ~Recorder() {
@@ -191,6 +194,21 @@ private:
         }
         due_ = std::min(time_at_, room_ - kKeep + 1);
     }
+    // An earlier run with more ranks left its files above this run's: the
+    // replay would refuse the mix, so say it now rather than after the job.
+    static void warn_leftovers(const std::string &dir, const std::string &tag, uint32_t job, int32_t size) {
+        const std::string next = dir + "/" + (tag.empty() ? "" : tag + "-") + "rank-" + std::to_string(size) + ".umt";
+        std::ifstream in(next, std::ios::binary);
+        TraceHeader h{};
+        if (in.read(reinterpret_cast<char *>(&h), sizeof h) && std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 &&
+            (h.job >> 16) != (job >> 16)) {
+            std::fprintf(stderr,
+                         "ubermatch trace: %s holds %s and maybe more of an earlier run with more ranks than this "
+                         "one's %d; ubermatch-replay will refuse the mix: remove them, or record into a directory "
+                         "of its own\n",
+                         dir.c_str(), next.c_str(), size);
+        }
+    }
     PackedRecord time_record() const {
         return {static_cast<uint8_t>(TraceOp::time), clock_.ticks() - clock_.tick0()};
     }
@@ -238,11 +256,11 @@ bool g_direct = true;
 std::mutex g_mu;
 std::weak_ptr<Recorder> g_recorder;
 
-std::shared_ptr<Recorder> recorder_for(int32_t rank, const char *backend) {
+std::shared_ptr<Recorder> recorder_for(int32_t rank, int32_t size, const char *backend) {
     std::lock_guard<std::mutex> lock(g_mu);
     std::shared_ptr<Recorder> r = g_recorder.lock();
     if (!r) {
-        r = std::make_shared<Recorder>(g_dir, g_tag, g_job, rank, backend, g_threads, g_direct);
+        r = std::make_shared<Recorder>(g_dir, g_tag, g_job, rank, size, backend, g_threads, g_direct);
         g_recorder = r;
     }
     return r;
@@ -260,7 +278,7 @@ class TracingEngine final : public Engine {
 public:
     TracingEngine(std::unique_ptr<Engine> inner, uint32_t cid, int32_t rank, bool internal)
         : Engine(inner->comm_size()), inner_(std::move(inner)), timed_(inner_->timers_on()), cid_(cid),
-          owner_(recorder_for(cid == 0 ? rank : -1, inner_->name())), rec_(*owner_) {
+          owner_(recorder_for(cid == 0 ? rank : -1, comm_size(), inner_->name())), rec_(*owner_) {
         // Its relaxations and role in the matched field (8-aligned: the short
         // form): a replay must know where the job let equal keys overtake, and
         // which of a communicator's engines this one is.

@@ -116,6 +116,7 @@ cp -r "$tmp/fds" "$tmp/mixed"
 timeout -k 5 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 --mca pml ubermatch \
     --mca pml_ubermatch_trace "$tmp/mixed" "$build/examples/mpi/pingpong_demo" >"$tmp/mixed.log" 2>&1 </dev/null
 expect_error "files of two runs in one directory" "the trace files are of 2 different runs" "$tmp/mixed"
+check "the rerun warned at its start" grep -q "ubermatch trace: $tmp/mixed holds $tmp/mixed/rank-2.umt and maybe more of an earlier run" "$tmp/mixed.log"
 
 # 3. A tampered match (the first post_recv or arrive of rank 0 with a matched address,
 # changed; version 4's 16-byte records: op in the low 4 bits of a, matched in b above its
