@@ -91,6 +91,10 @@ pulls() {
 suite "single-copy pulls from 12 KiB; off, UCX's rendezvous within the node" pulls
 # Info assertions ignored (pml_ubermatch_assertions ignore: full engines, no
 # refusals; the default honour runs in every backend's suite above), a few seconds.
+# Open MPI's one-sided over the PML (osc/pt2pt) instead of osc/rdma: it reads
+# the status of the sends it completes, as ob1 fills it.
+suite "MPI test rma with osc/pt2pt (Open MPI's one-sided over the PML)" env MPI_TESTS_ONLY=rma \
+    test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca osc pt2pt
 suite "MPI test: info assertions, pml_ubermatch_assertions ignore" env MPI_TESTS_ONLY=assertions \
     test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_assertions ignore
 # The assertions test makes 90 refused calls: each fails, the first 8 of a

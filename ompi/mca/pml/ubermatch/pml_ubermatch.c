@@ -16,6 +16,13 @@
 #include "opal/mca/pmix/pmix.h"
 #include "opal/runtime/opal_progress.h"
 
+/* With pml_ubermatch_trace: every this many progress rounds that found nothing
+ * to do, the recorder writes what it holds if nothing was recorded since the
+ * last time, so a job killed in a hang leaves a replayable trace. */
+#define PML_UM_TRACE_IDLE_ROUNDS (1 << 22)
+static bool trace_idle_on;
+static uint32_t trace_idle_left = PML_UM_TRACE_IDLE_ROUNDS;
+
 mca_pml_ubermatch_module_t mca_pml_ubermatch = {
     .super = {
         .pml_add_procs = mca_pml_ubermatch_add_procs,
@@ -181,6 +188,7 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
         opal_output(0, "pml_ubermatch: %s", err);
         return OMPI_ERR_BAD_PARAM;
     }
+    trace_idle_on = NULL != cfg->trace && '\0' != cfg->trace[0];
     if (UM_PROTO_OK != um_proto_create(&config, &mca_pml_ubermatch_callbacks,
                                        &mca_pml_ubermatch.proto, err, sizeof(err))) {
         /* Asked for by name, so say why it cannot run rather than fall back quietly. */
@@ -272,7 +280,12 @@ int mca_pml_ubermatch_ft_event(int state)
 
 int mca_pml_ubermatch_progress(void)
 {
-    return um_proto_progress(mca_pml_ubermatch.proto);
+    const int n = um_proto_progress(mca_pml_ubermatch.proto);
+    if (OPAL_UNLIKELY(trace_idle_on) && 0 == n && 0 == --trace_idle_left) {
+        trace_idle_left = PML_UM_TRACE_IDLE_ROUNDS;
+        um_trace_idle();
+    }
+    return n;
 }
 
 /* --- peers: endpoints are made on first send --- */

@@ -103,6 +103,17 @@ static int pack(const void *buf, size_t count, ompi_datatype_t *datatype, void *
     return rc < 0 ? OMPI_ERROR : OMPI_SUCCESS;
 }
 
+/* A completed send's status says who sent what, as ob1's does: Open MPI's own
+ * components read it (osc/pt2pt tells a passive target's operations from an
+ * active one's by the tag of the send that returns a Get_accumulate's result). */
+static void send_status(mca_pml_ubermatch_request_t *req)
+{
+    ompi_status_public_t *status = &req->ompi.req_status;
+    status->MPI_SOURCE = ompi_comm_rank(req->ompi.req_mpi_object.comm);
+    status->MPI_TAG = req->tag;
+    status->_ucount = mca_pml_ubermatch_packed_size(req->count, req->datatype);
+}
+
 static int send_start(mca_pml_ubermatch_request_t *req)
 {
     struct ompi_communicator_t *comm = req->ompi.req_mpi_object.comm;
@@ -157,6 +168,7 @@ static int send_start(mca_pml_ubermatch_request_t *req)
         return OMPI_ERROR;
     }
     if (wire != req) {
+        send_status(req);
         request_complete(req);
     }
     return OMPI_SUCCESS;
@@ -247,6 +259,7 @@ static void send_done(void *cookie, int status)
     free(req->packed);
     req->packed = NULL;
     req->ompi.req_status.MPI_ERROR = UM_PROTO_OK == status ? MPI_SUCCESS : MPI_ERR_OTHER;
+    send_status(req);
     request_complete(req);
 }
 
