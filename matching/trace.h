@@ -144,6 +144,10 @@ bool start(const char *dir, bool threads, std::string &err, bool direct = true);
 // a spawned job's ranks count from 0 too, and must not write its parent's files.
 void set_job(uint32_t job, const std::string &tag);
 bool on();
+// While recording: writes what is recorded when nothing was since the last
+// call (the PML calls it every few million idle progress rounds), so that the
+// files of a job killed in a hang hold all it recorded.
+void idle();
 
 // comm_create's result bit for the engine of Open MPI's own traffic (negative
 // tags) that a communicator with a relaxed engine keeps beside it: the two

@@ -128,6 +128,31 @@ public:
             put(cid, hint, e);
         }
     }
+    // Called now and then while the job makes progress; once a second has
+    // passed with nothing recorded, what is recorded goes to the file (a hung
+    // job killed afterwards leaves it all there: ubermatch-replay --partial).
+    void idle() {
+        std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+        if (threads_) {
+            lock.lock();
+        }
+        const uint64_t now = Timers::now_ns();
+        if (n_ != idle_n_) {
+            idle_n_ = n_;
+            idle_since_ = now;
+            return;
+        }
+        if (n_ == 0 || now - idle_since_ < kIdleNs || !out_.ok()) {
+            return;
+        }
+        buf_[n_++] = time_record(); // room: kKeep
+        header_.ns_per_tick = clock_.ns_per_tick();
+        out_.sync(n_, &header_);
+        buf_ = out_.area();
+        room_ = out_.room();
+        n_ = idle_n_ = 0;
+        due_ = 0;
+    }
 
 private:
     // Records one event may need: time, context, wide, the event.
@@ -240,6 +265,9 @@ private:
     uint64_t hint_word_ = 0, cid_word_ = 0; // the context in force (hint_word(), cid_word())
     const bool threads_;
     size_t time_at_ = 0; // the next time record at this n_
+    size_t idle_n_ = 0;  // n_ at the last idle() that saw it change
+    uint64_t idle_since_ = 0;
+    static constexpr uint64_t kIdleNs = 1000000000;
     size_t room_ = 0;    // records that fit at buf_
     std::mutex mu_;
     const Clock clock_;
@@ -409,6 +437,17 @@ bool start(const char *dir, bool threads, std::string &err, bool direct) {
     return true;
 }
 
+void idle() {
+    std::shared_ptr<Recorder> r;
+    {
+        std::lock_guard<std::mutex> lock(g_mu);
+        r = g_recorder.lock();
+    }
+    if (r) {
+        r->idle();
+    }
+}
+
 void set_job(uint32_t job, const std::string &tag) {
     std::lock_guard<std::mutex> lock(g_mu);
     g_job = job;
@@ -426,6 +465,8 @@ std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t 
 
 } // namespace trace
 } // namespace ubermatch
+
+extern "C" void um_trace_idle(void) { ubermatch::trace::idle(); }
 
 extern "C" int um_trace_start(const char *dir, int threads, int direct, unsigned job, const char *tag, char *err,
                               size_t errlen) {

@@ -207,6 +207,15 @@ void TraceWriter::commit(size_t n) {
     room_ = (kChunkBytes - used_) / sizeof(PackedRecord);
 }
 
+void TraceWriter::sync(size_t n, const void *header) {
+    commit(n);
+    const Chunk &c = chunks_[cur_]; // the next chunk, the tail at its head
+    if (used_ != 0) {
+        (void) write_plain(c.mem, used_, c.off); // best effort: the chunk's own write counts
+    }
+    (void) write_plain(header, header_size_, 0);
+}
+
 bool TraceWriter::finish(size_t n, PackedRecord end, const void *header) {
     used_ += n * sizeof(PackedRecord);
     Chunk &c = chunks_[cur_];

@@ -51,6 +51,10 @@ public:
     // The first n records at area() go to the file; area() and room() then
     // name the next chunk.
     void commit(size_t n);
+    // As commit, and the last partial 4 KiB too (written again when their
+    // chunk goes), and `header` over the file's first bytes: the file then
+    // holds every record so far, for a job that is killed while idle.
+    void sync(size_t n, const void *header);
     // The first n records at area(), then `end` with end.b += lost(), go to the
     // file and `header` over its first bytes; the file is closed. Returns
     // whether the end record and the header were written.

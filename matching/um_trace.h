@@ -17,6 +17,10 @@ extern "C" {
 int um_trace_start(const char *dir, int threads, int direct, unsigned job, const char *tag, char *err,
                    size_t errlen);
 
+/* While recording, called now and then from progress that found nothing to do:
+ * what is recorded reaches the file once a call finds nothing new since the last. */
+void um_trace_idle(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -168,6 +168,44 @@ std::vector<trace::TraceFile> load(const std::string &where, bool partial) {
 }
 
 std::string who(int32_t v, int32_t any) { return v == any ? "ANY" : std::to_string(v); }
+
+// What a file cut short (its run died, or was killed in a hang) left queued:
+// the receives still waiting and the messages no receive took, per
+// communicator, from the recorded matches alone. A hang shows as the receives
+// each rank waits for.
+void report_cut(const trace::TraceFile &f) {
+    struct Left {
+        uint32_t cid;
+        bool posted;
+        int32_t source, tag;
+    };
+    std::map<uint64_t, Left> queued; // by id: in posting/arrival order
+    for (const TraceRecord &r : f.records) {
+        const auto op = static_cast<TraceOp>(r.op);
+        if ((op == TraceOp::post_recv || op == TraceOp::arrive || op == TraceOp::mprobe) && r.matched != 0) {
+            queued.erase(r.matched);
+        }
+        if ((op == TraceOp::post_recv || op == TraceOp::arrive) && r.result == 0) {
+            queued[r.id] = {r.cid, op == TraceOp::post_recv, r.source, r.tag};
+        } else if (op == TraceOp::cancel && r.result == 1) {
+            queued.erase(r.id);
+        }
+    }
+    std::map<std::pair<uint32_t, bool>, std::vector<std::string>> by_comm;
+    for (const auto &[id, q] : queued) {
+        (void) id;
+        by_comm[{q.cid, q.posted}].push_back("(" + who(q.source, UM_ANY_SOURCE) + ", " + who(q.tag, UM_ANY_TAG) + ")");
+    }
+    std::printf("rank %d at the cut:%s\n", f.header.rank, by_comm.empty() ? " nothing queued" : "");
+    for (const auto &[key, list] : by_comm) {
+        std::printf("  communicator %u: %zu %s (source, tag):", key.first, list.size(),
+                    key.second ? "receives waiting" : "messages no receive took");
+        for (size_t i = 0; i < list.size() && i < 8; ++i) {
+            std::printf(" %s", list[i].c_str());
+        }
+        std::printf("%s\n", list.size() > 8 ? " ..." : "");
+    }
+}
 // "?": the recorded match names an element that was not queued (trace::kUnknownId).
 std::string id_text(uint64_t id) { return id == trace::kUnknownId ? "?" : std::to_string(id); }
 
@@ -569,6 +607,11 @@ int run(int argc, char **argv) {
     for (const auto &f : files) {
         total += f.records.size();
         dropped += f.dropped;
+    }
+    for (const auto &f : files) {
+        if (f.cut) {
+            report_cut(f);
+        }
     }
     if (total == 0) {
         std::printf("trace %s: %zu ranks, no events to replay\n", dir.c_str(), files.size());

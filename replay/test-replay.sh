@@ -135,6 +135,36 @@ out=$("$replay" "$tmp/bad" --backends list,auto --no-sweep 2>&1)
 check "a changed match is a MISMATCH, exit 1" test $? -eq 1
 check "the mismatch names file and event" grep -q "^MISMATCH list: .*rank-0.umt rank 0 event .*recorded match ?" <<<"$out"
 
+# A job that hangs, killed: once a second passes with nothing recorded the ranks write what they
+# recorded, so --partial replays it and shows what each rank waits for.
+cat >"$tmp/hang.c" <<'C'
+#include <mpi.h>
+int main(int argc, char **argv) {
+    int rank, v = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int i = 0; i < 100; i++) {
+        if (rank == 0) MPI_Send(&i, 1, MPI_INT, 1, i % 4, MPI_COMM_WORLD);
+        else MPI_Recv(&v, 1, MPI_INT, 0, i % 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    MPI_Recv(&v, 1, MPI_INT, 1 - rank, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* never sent */
+    MPI_Finalize();
+    return 0;
+}
+C
+if mpicc -o "$tmp/hang" "$tmp/hang.c"; then
+    timeout -k 5 10 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 --mca pml ubermatch \
+        --mca pml_ubermatch_trace "$tmp/hang-trace" "$tmp/hang" >"$tmp/hang.log" 2>&1 </dev/null
+    "$replay" "$tmp/hang-trace" --partial --backends list,auto --no-sweep --reps 1 >"$tmp/hang.replay" 2>&1
+    check "a hung job killed: its trace replayed with --partial" test $? -eq 0
+    waits() { grep -A1 "^rank $1 at the cut:" "$tmp/hang.replay" | grep -qF "communicator 0: 1 receives waiting (source, tag): ($2, 99)"; }
+    check "... rank 0's receive still waiting shown" waits 0 1
+    check "... rank 1's too" waits 1 0
+    check "... with the 100 messages before it" grep -qE "^trace .*: 2 ranks, 20[0-9] events" "$tmp/hang.replay"
+else
+    check "mpicc builds the hanging program" false
+fi
+
 # A call the job's engine refused (a relaxed backend's assertion: result 2) queued nothing, so
 # it is not replayed: a made-up trace (version 4 as matching/trace.h lays it out) where a
 # refused ANY_TAG receive comes before the message a later receive takes.

@@ -17,9 +17,9 @@
 #include "opal/runtime/opal_progress.h"
 
 /* With pml_ubermatch_trace: every this many progress rounds that found nothing
- * to do, the recorder writes what it holds if nothing was recorded since the
- * last time, so a job killed in a hang leaves a replayable trace. */
-#define PML_UM_TRACE_IDLE_ROUNDS (1 << 22)
+ * to do, the recorder is asked to write what it holds once a second has passed
+ * without a record, so a job killed in a hang leaves a replayable trace. */
+#define PML_UM_TRACE_IDLE_ROUNDS (1 << 16)
 static bool trace_idle_on;
 static uint32_t trace_idle_left = PML_UM_TRACE_IDLE_ROUNDS;
 
