@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Queue depth over time of a matching trace, per communicator, as a PNG (gnuplot).
 
-  python3 replay/plot-queue-depth.py TRACE_DIR OUT.png [--rank R] [--replay PATH]
+  python3 replay/plot-queue-depth.py TRACE_DIR OUT.png [--rank R] [--replay PATH] [--partial]
 
 Reads `ubermatch-replay TRACE_DIR --print` and follows the recorded matches:
 a receive or message that matched nothing is queued, a match (or mprobe, or a
 cancel that removed) takes one out. Plots the posted and unexpected queue
-lengths of every communicator of rank R (default 0) against time.
+lengths of every communicator of rank R (default 0) against time. --partial:
+the trace of a job that died or was killed in a hang (ubermatch-replay's).
 """
 import argparse
 import collections
@@ -22,8 +23,10 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--rank", type=int, default=0)
     ap.add_argument("--replay", default="build/replay/ubermatch-replay")
+    ap.add_argument("--partial", action="store_true", help="read files cut short (ubermatch-replay --partial)")
     a = ap.parse_args()
-    text = subprocess.run([a.replay, a.trace_dir, "--print"], capture_output=True, text=True)
+    text = subprocess.run([a.replay, a.trace_dir, "--print"] + (["--partial"] if a.partial else []),
+                          capture_output=True, text=True)
     if text.returncode != 0:
         sys.exit(text.stderr.strip())
     depth = collections.defaultdict(lambda: [0, 0])  # cid -> [posted, unexpected]
