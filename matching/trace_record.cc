@@ -91,8 +91,7 @@ public:
     Recorder(const std::string &dir, const std::string &tag, uint32_t job, int32_t rank, int32_t size,
              const char *backend, bool threads, bool direct)
         : threads_(threads),
-          path_(dir + "/" + (tag.empty() ? "" : tag + "-") + "rank-" +
-                std::to_string(rank >= 0 ? rank : static_cast<int32_t>(getpid())) + ".umt"),
+          path_(file_of(dir, tag, rank >= 0 ? rank : static_cast<int32_t>(getpid()))),
           header_(make_header(rank, job, clock_.t0_ns(), backend)), out_(path_, &header_, sizeof header_, direct) {
         buf_ = out_.area();
         room_ = out_.room();
@@ -222,7 +221,7 @@ private:
     // An earlier run with more ranks left its files above this run's: the
     // replay would refuse the mix, so say it now rather than after the job.
     static void warn_leftovers(const std::string &dir, const std::string &tag, uint32_t job, int32_t size) {
-        const std::string next = dir + "/" + (tag.empty() ? "" : tag + "-") + "rank-" + std::to_string(size) + ".umt";
+        const std::string next = file_of(dir, tag, size);
         std::ifstream in(next, std::ios::binary);
         TraceHeader h{};
         if (in.read(reinterpret_cast<char *>(&h), sizeof h) && std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 &&
@@ -233,6 +232,10 @@ private:
                          "of its own\n",
                          dir.c_str(), next.c_str(), size);
         }
+    }
+    // A rank's file: TAG-rank-R.umt (a spawned job's), else rank-R.umt.
+    static std::string file_of(const std::string &dir, const std::string &tag, int32_t rank) {
+        return dir + "/" + (tag.empty() ? "" : tag + "-") + "rank-" + std::to_string(rank) + ".umt";
     }
     PackedRecord time_record() const {
         return {static_cast<uint8_t>(TraceOp::time), clock_.ticks() - clock_.tick0()};
