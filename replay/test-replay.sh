@@ -186,6 +186,30 @@ PY
 "$replay" "$tmp/refused" --backends list,auto --no-sweep --reps 1 >"$tmp/refused.replay" 2>&1
 check "a call refused in the job is not replayed: 0 mismatches" test $? -eq 0
 
+# A relaxed backend replayed keeps Open MPI's own traffic (negative tags) on an auto engine, as
+# the PML does: a job recorded on auto whose user traffic names every source, while one of its
+# collectives' receives takes MPI_ANY_SOURCE, fits `nosource`.
+mkdir "$tmp/internal"
+python3 - "$tmp/internal/rank-0.umt" <<'PY'
+import struct, sys
+def ev(op, result, source, tag, addr, matched):
+    a = (addr << 16) | ((source & 0x1fff) << 6) | (result << 4) | op
+    return struct.pack('<QQ', a, (matched << 16) | (tag & 0x7ffff))
+recs = [struct.pack('<QQ', 11, 0), struct.pack('<QQ', 10, (8 << 32) | 2),
+        ev(1, 0, 0, 2, 0, 0),                # comm_create: rank 0 of 2, full matching
+        ev(2, 0, -1, -10, 0x1000, 0),        # post_recv (ANY_SOURCE, -10): a collective's
+        ev(3, 1, 1, -10, 0x2000, 0x1000),    # arrive (1, -10) takes it
+        ev(2, 0, 1, 5, 0x3000, 0),           # post_recv (1, 5)
+        ev(3, 1, 1, 5, 0x4000, 0x3000),      # arrive (1, 5) takes it
+        struct.pack('<QQ', 11, 100), struct.pack('<QQ', 9, 0)]
+head = b'UMTRACE\0' + struct.pack('<IIiIQd', 4, 16, 0, 0, 0, 1.0) + b'auto'.ljust(16, b'\0')
+open(sys.argv[1], 'wb').write(head + b''.join(recs))
+PY
+out=$("$replay" "$tmp/internal" --backends nosource,auto --no-sweep --reps 1 2>&1)
+check "a relaxed backend keeps Open MPI's traffic on auto: exit 0" test $? -eq 0
+check "... nosource fits a job whose ANY_SOURCE receives are all Open MPI's" \
+    bash -c '! grep -q "does not fit" <<<"$1" && grep -Eq "^[0-9]+ +nosource +default +0 " <<<"$1"' _ "$out"
+
 # 4. Bad input: each gets its own error naming the file.
 f=$tmp/fds/rank-1.umt
 mkdir "$tmp/in"
