@@ -1,7 +1,8 @@
 /*
  * p2p_bench: point-to-point latency, message rate and bandwidth between 2 ranks.
  *
- *   mpirun -np 2 ./p2p_bench [--iters N] [--reps R] [--time T] [--thread-multiple] MODE [SIZE[,SIZE...]]
+ *   mpirun -np 2 ./p2p_bench [--iters N] [--reps R] [--time T] [--thread-multiple] [--strided]
+ *                            MODE [SIZE[,SIZE...]]
  *
  * MODE
  *   latency  ping-pong of SIZE bytes (default 8): one-way latency in us,
@@ -13,6 +14,9 @@
  *
  * --thread-multiple: MPI_Init_thread(MPI_THREAD_MULTIPLE) (one thread still does
  * everything): what a PML's thread safety costs.
+ * --strided: each message is SIZE bytes of doubles every other one in memory (an
+ * MPI_Type_vector, stride 2: a halo column's shape), on both sides; SIZE a multiple
+ * of 8. What a PML's path for non-contiguous data (pack, unpack) costs.
  *
  * Several sizes (a comma list) are measured one after the other in one run.
  * Each measurement is the median of R repetitions (default 5) of N iterations
@@ -36,13 +40,18 @@ enum { WINDOW = 64, ACK_TAG = 99, DATA_TAG = 1, MAX_REPS = 1000 };
 typedef enum { LATENCY, RATE, BW } mode_t_;
 
 static int rank;
-static char *sbuf, *rbuf; /* rbuf: WINDOW * size bytes */
+static char *sbuf, *rbuf; /* rbuf: WINDOW * size bytes (WINDOW * span with --strided) */
 static size_t msg_size;
+static int strided;
+static MPI_Datatype msg_type = MPI_BYTE; /* MPI_BYTE, or a vector of doubles (--strided) */
+static size_t msg_span;                  /* bytes a message covers in memory */
 
 /* One timed block of `iters` iterations; returns elapsed seconds (rank 0's clock). */
 static double run_block(mode_t_ mode, long iters) {
     const int peer = 1 - rank;
-    const int n = (int)msg_size;
+    const int n = strided ? 1 : (int)msg_size;
+    const MPI_Datatype type = msg_type;
+    const size_t span = msg_span;
     MPI_Request req[WINDOW];
     int ack = 0;
 
@@ -51,29 +60,29 @@ static double run_block(mode_t_ mode, long iters) {
     if (mode == LATENCY) {
         for (long i = 0; i < iters; i++) {
             if (rank == 0) {
-                MPI_Send(sbuf, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD);
-                MPI_Recv(rbuf, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, n, type, peer, DATA_TAG, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, n, type, peer, DATA_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             } else {
-                MPI_Recv(rbuf, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(sbuf, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, n, type, peer, DATA_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, n, type, peer, DATA_TAG, MPI_COMM_WORLD);
             }
         }
     } else if (rank == 0) {
         for (long i = 0; i < iters; i++) {
             /* The ack of the previous window says rank 1 has posted this window's receives. */
             for (int w = 0; w < WINDOW; w++)
-                MPI_Isend(sbuf, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD, &req[w]);
+                MPI_Isend(sbuf, n, type, peer, DATA_TAG, MPI_COMM_WORLD, &req[w]);
             MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
             MPI_Recv(&ack, 1, MPI_INT, peer, ACK_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
     } else {
         for (int w = 0; w < WINDOW; w++)
-            MPI_Irecv(rbuf + (size_t)w * msg_size, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD, &req[w]);
+            MPI_Irecv(rbuf + (size_t)w * span, n, type, peer, DATA_TAG, MPI_COMM_WORLD, &req[w]);
         for (long i = 0; i < iters; i++) {
             MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
             if (i + 1 < iters) /* pre-post the next window before releasing the sender */
                 for (int w = 0; w < WINDOW; w++)
-                    MPI_Irecv(rbuf + (size_t)w * msg_size, n, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD, &req[w]);
+                    MPI_Irecv(rbuf + (size_t)w * span, n, type, peer, DATA_TAG, MPI_COMM_WORLD, &req[w]);
             MPI_Send(&ack, 1, MPI_INT, peer, ACK_TAG, MPI_COMM_WORLD);
         }
     }
@@ -104,13 +113,15 @@ static int cmp_double(const void *a, const void *b) {
 static void usage(void) {
     if (rank == 0)
         fprintf(stderr,
-                "usage: p2p_bench [--iters N] [--reps R] [--time T] [--thread-multiple] latency|rate|bw [SIZE[,SIZE...]]\n"
+                "usage: p2p_bench [--iters N] [--reps R] [--time T] [--thread-multiple] [--strided]\n"
+                "                 latency|rate|bw [SIZE[,SIZE...]]\n"
                 "  SIZE in bytes (suffix K or M for KiB/MiB); default 8, 1M for bw; a comma list\n"
                 "  measures each size in turn\n"
                 "  --iters N  iterations per repetition (default: calibrated to --time)\n"
                 "  --reps R   repetitions, the median is reported (default 5)\n"
                 "  --time T   seconds for the R repetitions together when calibrating (default 1)\n"
-                "  --thread-multiple  initialise with MPI_THREAD_MULTIPLE (fails if not provided)\n");
+                "  --thread-multiple  initialise with MPI_THREAD_MULTIPLE (fails if not provided)\n"
+                "  --strided  SIZE bytes of doubles at stride 2 (MPI_Type_vector); SIZE a multiple of 8\n");
 }
 
 enum { MAX_SIZES = 64 };
@@ -150,6 +161,7 @@ int main(int argc, char **argv) {
             reps = atoi(argv[++a]), ok = reps > 0 && reps <= MAX_REPS;
         else if (strcmp(argv[a], "--time") == 0 && a + 1 < argc) target = atof(argv[++a]), ok = target > 0;
         else if (strcmp(argv[a], "--thread-multiple") == 0) ok = provided == MPI_THREAD_MULTIPLE;
+        else if (strcmp(argv[a], "--strided") == 0) strided = 1;
         else if (!mode_name && argv[a][0] != '-') mode_name = argv[a];
         else if (mode_name && nsizes == 0) ok = (nsizes = parse_sizes(argv[a], sizes)) > 0;
         else ok = 0;
@@ -167,19 +179,33 @@ int main(int argc, char **argv) {
     }
     if (nsizes == 0) sizes[nsizes++] = mode == BW ? (size_t)1 << 20 : 8;
     size_t max_size = 1;
-    for (int i = 0; i < nsizes; i++) max_size = sizes[i] > max_size ? sizes[i] : max_size;
-    size_t rlen = (mode == LATENCY ? 1 : WINDOW) * max_size;
-    sbuf = malloc(max_size);
+    for (int i = 0; i < nsizes; i++) {
+        max_size = sizes[i] > max_size ? sizes[i] : max_size;
+        if (strided && (sizes[i] == 0 || sizes[i] % 8 != 0)) {
+            if (rank == 0) fprintf(stderr, "p2p_bench: --strided needs sizes that are multiples of 8 (got %zu)\n", sizes[i]);
+            MPI_Finalize();
+            return 2;
+        }
+    }
+    size_t max_span = strided ? 2 * max_size : max_size;
+    size_t rlen = (mode == LATENCY ? 1 : WINDOW) * max_span;
+    sbuf = malloc(max_span);
     rbuf = malloc(rlen);
     if (!sbuf || !rbuf) {
         fprintf(stderr, "p2p_bench: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    memset(sbuf, 'a' + rank, max_size);
+    memset(sbuf, 'a' + rank, max_span);
     memset(rbuf, 0, rlen); /* touch the pages before timing */
 
     for (int si = 0; si < nsizes; si++) {
         msg_size = sizes[si];
+        msg_span = msg_size;
+        if (strided) {
+            MPI_Type_vector((int)(msg_size / 8), 1, 2, MPI_DOUBLE, &msg_type);
+            MPI_Type_commit(&msg_type);
+            msg_span = 2 * msg_size - 8;
+        }
         long iters = iters_arg;
 
         /* Warm-up (connections, registration caches), then calibration, which warms up further. */
@@ -210,12 +236,14 @@ int main(int argc, char **argv) {
                 best = msgs * (double)msg_size / t[0] / 1e6, worst = msgs * (double)msg_size / t[reps - 1] / 1e6;
                 break;
             }
-            printf("mode=%s size=%zu value=%.*f unit=%s\n", mode_name, msg_size, mode == LATENCY ? 3 : 1, value, unit);
-            printf("# %s, %zu bytes: %.4g %s (median of %d reps x %ld %s%s; best %.4g, worst %.4g)\n", mode_name,
-                   msg_size, value, unit, reps, iters, mode == LATENCY ? "round trips" : "windows of 64",
+            printf("mode=%s size=%zu value=%.*f unit=%s%s\n", mode_name, msg_size, mode == LATENCY ? 3 : 1, value, unit,
+                   strided ? " layout=strided" : "");
+            printf("# %s, %zu bytes%s: %.4g %s (median of %d reps x %ld %s%s; best %.4g, worst %.4g)\n", mode_name,
+                   msg_size, strided ? " at stride 2" : "", value, unit, reps, iters, mode == LATENCY ? "round trips" : "windows of 64",
                    calibrated ? ", calibrated" : "", best, worst);
             fflush(stdout);
         }
+        if (strided) MPI_Type_free(&msg_type);
     }
     free(sbuf);
     free(rbuf);
