@@ -4,8 +4,10 @@
  * Types: MPI_Type_vector of doubles with a stride, MPI_Type_indexed of ints,
  * MPI_Type_create_struct {char; double; int[3]} with alignment gaps (resized
  * to the C struct's extent) and a packed struct of the same signature,
- * MPI_Type_create_resized of MPI_INT (extent 12), and a vector of that resized
- * type. Each case sends one layout and receives into another of the same type
+ * MPI_Type_create_resized of MPI_INT (extent 12), a vector of that resized
+ * type, and several vectors of 3-double blocks back to back (count > 1: the
+ * PML's own strided copies, whose large receives come in pieces that cut
+ * through blocks). Each case sends one layout and receives into another of the same type
  * signature: non-contiguous -> contiguous, non-contiguous -> different
  * non-contiguous, contiguous -> non-contiguous; small cases and large ones
  * (1-1.6 MB of data, past every eager limit).
@@ -103,6 +105,19 @@ static desc_t d_vector(const char *name, int nblk, int blen, int stride)
     MPI_CHECK(MPI_Type_commit(&d.type));
     for (int i = 0; i < nblk; i++)
         lay_add(&d.lay, (size_t)i * (size_t)stride * 8, (size_t)blen * 8);
+    return d;
+}
+
+/* count vectors one after another at the type's extent (the PML's strided
+ * layouts: blocks of 3 doubles, 24 bytes, so that the receiver's pieces of a
+ * large message cut through blocks). */
+static desc_t d_vectors(const char *name, int count, int nblk, int blen, int stride)
+{
+    desc_t d = d_vector(name, nblk, blen, stride);
+    layout_t one = d.lay;
+    d.count = count;
+    d.lay = lay_repeat(one.s, one.n, ((size_t)(nblk - 1) * (size_t)stride + (size_t)blen) * 8, count);
+    free(one.s);
     return d;
 }
 
@@ -357,6 +372,19 @@ int main(int argc, char **argv)
         d_free(&rz);
         d_free(&i20);
         d_free(&vr);
+
+        desc_t v3 = d_vectors("3 x vector(40,3,4)", 3, 40, 3, 4);
+        desc_t v2 = d_vectors("2 x vector(60,3,5)", 2, 60, 3, 5);
+        desc_t d360 = d_contig("360 x MPI_DOUBLE", MPI_DOUBLE, 8, 360);
+        desc_t v5 = d_vectors("5 x vector(40,3,4) (partly filled)", 5, 40, 3, 4);
+        run_case(++id, &v3, &d360, 360);
+        run_case(++id, &v3, &v2, 2);
+        run_case(++id, &d360, &v3, 3);
+        run_case(++id, &v3, &v5, 3);
+        d_free(&v3);
+        d_free(&v2);
+        d_free(&d360);
+        d_free(&v5);
         partial_elements();
         small_cases = cases;
     }
@@ -384,6 +412,19 @@ int main(int argc, char **argv)
         desc_t ix = d_indexed("8500 x indexed [1.05 MB]", 8500);
         run_case(++id, &ix, &ix, 8500);
         d_free(&ix);
+
+        desc_t v7 = d_vectors("7 x vector(5000,3,4) [840 kB]", 7, 5000, 3, 4);
+        desc_t v35 = d_vectors("vector(35000,3,5)", 1, 35000, 3, 5);
+        desc_t d105 = d_contig("105000 x MPI_DOUBLE", MPI_DOUBLE, 8, 105000);
+        desc_t v9 = d_vectors("9 x vector(5000,3,4) (partly filled)", 9, 5000, 3, 4);
+        run_case(++id, &v7, &d105, 105000);
+        run_case(++id, &v7, &v35, 1);
+        run_case(++id, &d105, &v7, 7);
+        run_case(++id, &v7, &v9, 7);
+        d_free(&v7);
+        d_free(&v35);
+        d_free(&d105);
+        d_free(&v9);
 
         desc_t vr = d_vec_resized("vector(150000,2,3) of resized int [1.2 MB]", 150000);
         desc_t i3 = d_contig("300000 x MPI_INT", MPI_INT, 4, 300000);

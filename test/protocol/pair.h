@@ -46,7 +46,10 @@ struct Op {
     int32_t tag = -1;
     size_t received = 0;
     size_t length = 0;
-    std::vector<unsigned char> unpacked; // receives without a contiguous buffer
+    std::vector<unsigned char> unpacked; // receives without a contiguous buffer: the last message
+    int unpack_messages = 0;             // messages unpacked (calls at offset 0)
+    int unpack_pieces = 0;               // calls of the unpack callback
+    bool unpack_out_of_order = false;    // a piece not where the last one ended
 };
 
 inline void send_done(void *cookie, int status) {
@@ -70,10 +73,19 @@ inline void recv_done(void *cookie, int32_t source, int32_t tag, size_t received
     g_recvs_done.fetch_add(1, std::memory_order_release);
 }
 
-inline void recv_unpack(void *cookie, const void *data, size_t length) {
+// Pieces must come in order, each where the last ended (offset 0 starts a
+// message): anything else is recorded as a failed unpack.
+inline void recv_unpack(void *cookie, size_t offset, const void *data, size_t length) {
     Op *op = static_cast<Op *>(cookie);
     const auto *p = static_cast<const unsigned char *>(data);
+    if (offset == 0) {
+        op->unpacked.clear();
+        ++op->unpack_messages;
+    } else if (offset != op->unpacked.size()) {
+        op->unpack_out_of_order = true;
+    }
     op->unpacked.insert(op->unpacked.end(), p, p + length);
+    ++op->unpack_pieces;
 }
 
 inline const um_proto_callbacks_t kCallbacks = {send_done, recv_done, recv_unpack};

@@ -369,7 +369,7 @@ TEST_CASE("protocol: single-copy pulls: unexpected, posted, probed, truncated, u
         CHECK(s2.status == UM_PROTO_OK);
     }
     {
-        INFO("without a contiguous buffer: through the unpack callback");
+        INFO("without a contiguous buffer: through the unpack callback, in pieces, in order");
         const auto big = pattern(600000, 12);
         Op s, r;
         REQUIRE(p.post(cb, 0, 4, nullptr, big.size(), r) == UM_PROTO_OK);
@@ -377,6 +377,20 @@ TEST_CASE("protocol: single-copy pulls: unexpected, posted, probed, truncated, u
         REQUIRE(p.until([&] { return r.done && s.done; }));
         CHECK(r.status == UM_PROTO_OK);
         CHECK(r.unpacked == big);
+        CHECK(r.unpack_messages == 1);
+        CHECK(r.unpack_pieces == 3); // 256 KiB, 256 KiB, the rest
+        CHECK_FALSE(r.unpack_out_of_order);
+
+        INFO("... and truncated: the pieces stop at the receive's capacity");
+        Op s2, r2;
+        REQUIRE(p.post(cb, 0, 6, nullptr, 300000, r2) == UM_PROTO_OK);
+        REQUIRE(p.send(ca, 6, big.data(), big.size(), s2) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r2.done && s2.done; }));
+        CHECK(r2.status == UM_PROTO_TRUNCATED);
+        CHECK(r2.received == 300000);
+        CHECK(r2.unpacked == std::vector<unsigned char>(big.begin(), big.begin() + 300000));
+        CHECK(r2.unpack_pieces == 2);
+        CHECK(s2.status == UM_PROTO_OK);
     }
     {
         INFO("synchronous: done when matched, not before");
@@ -389,8 +403,8 @@ TEST_CASE("protocol: single-copy pulls: unexpected, posted, probed, truncated, u
         REQUIRE(p.until([&] { return r.done && s.done; }));
         CHECK(buf == m);
     }
-    CHECK(shm_of(p.a).pulls_sent == 5);
-    CHECK(shm_of(p.b).pulls_read == 5);
+    CHECK(shm_of(p.a).pulls_sent == 6);
+    CHECK(shm_of(p.b).pulls_read == 6);
 }
 
 // A sender has at most kReturns pulls out per ring: the next ones go by UCX

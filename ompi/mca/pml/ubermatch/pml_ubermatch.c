@@ -206,6 +206,7 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     }
     OBJ_CONSTRUCT(&mca_pml_ubermatch.connect_lock, opal_mutex_t);
     mca_pml_ubermatch_completed_send_init();
+    mca_pml_ubermatch_pack_init();
 
     rc = publish_address();
     if (OMPI_SUCCESS != rc) {
@@ -262,6 +263,7 @@ int mca_pml_ubermatch_fini_module(void)
     OBJ_DESTRUCT(&mca_pml_ubermatch.requests);
     OBJ_DESTRUCT(&mca_pml_ubermatch.connect_lock);
     mca_pml_ubermatch_completed_send_fini();
+    mca_pml_ubermatch_pack_fini();
     return OMPI_SUCCESS;
 }
 

@@ -87,20 +87,14 @@ static int request_cancel(ompi_request_t *ompi_req, int flag)
     return OMPI_SUCCESS;
 }
 
-static int pack(const void *buf, size_t count, ompi_datatype_t *datatype, void *dest, size_t size)
+/* A non-contiguous send's packed copy goes back to the pool. */
+static void release_packed(mca_pml_ubermatch_request_t *req)
 {
-    opal_convertor_t conv;
-    struct iovec iov = {dest, size};
-    uint32_t iov_count = 1;
-    size_t max = size;
-    int rc;
-
-    OBJ_CONSTRUCT(&conv, opal_convertor_t);
-    opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &datatype->super, count,
-                                             buf, 0, &conv);
-    rc = opal_convertor_pack(&conv, &iov, &iov_count, &max);
-    OBJ_DESTRUCT(&conv);
-    return rc < 0 ? OMPI_ERROR : OMPI_SUCCESS;
+    if (NULL != req->packed) {
+        mca_pml_ubermatch_pack_buffer_return(
+            req->packed, mca_pml_ubermatch_packed_size(req->count, req->datatype));
+        req->packed = NULL;
+    }
 }
 
 /* A completed send's status says who sent what, as ob1's does: Open MPI's own
@@ -134,7 +128,8 @@ static int send_start(mca_pml_ubermatch_request_t *req)
         if (NULL == copy) {
             return MPI_ERR_BUFFER;
         }
-        if (OMPI_SUCCESS != pack(req->buf, req->count, req->datatype, copy, size)) {
+        if (OMPI_SUCCESS != mca_pml_ubermatch_pack(&req->convertor, req->buf, req->count,
+                                                   req->datatype, copy, size)) {
             mca_pml_base_bsend_request_free(copy);
             return OMPI_ERROR;
         }
@@ -148,13 +143,13 @@ static int send_start(mca_pml_ubermatch_request_t *req)
         wire->packed = copy;
         data = copy;
     } else if (NULL == data && size > 0) {
-        req->packed = malloc(size);
+        req->packed = mca_pml_ubermatch_pack_buffer(size);
         if (NULL == req->packed) {
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
-        if (OMPI_SUCCESS != pack(req->buf, req->count, req->datatype, req->packed, size)) {
-            free(req->packed);
-            req->packed = NULL;
+        if (OMPI_SUCCESS != mca_pml_ubermatch_pack(&req->convertor, req->buf, req->count,
+                                                   req->datatype, req->packed, size)) {
+            release_packed(req);
             return OMPI_ERROR;
         }
         data = req->packed;
@@ -165,6 +160,7 @@ static int send_start(mca_pml_ubermatch_request_t *req)
                        req->tag, &hint, data, size, MCA_PML_BASE_SEND_SYNCHRONOUS == req->mode,
                        &wire->send, wire);
     if (OPAL_UNLIKELY(UM_PROTO_OK != rc)) {
+        release_packed(req);
         return OMPI_ERROR;
     }
     if (wire != req) {
@@ -256,23 +252,34 @@ static void send_done(void *cookie, int status)
         mca_pml_ubermatch_request_release(req);
         return;
     }
-    free(req->packed);
-    req->packed = NULL;
+    release_packed(req);
     req->ompi.req_status.MPI_ERROR = UM_PROTO_OK == status ? MPI_SUCCESS : MPI_ERR_OTHER;
     send_status(req);
     request_complete(req);
 }
 
-static void recv_unpack(void *cookie, const void *data, size_t length)
+/* A message's pieces come in order: the convertor is set up at the first and
+ * goes on from where the last one left it. */
+static void recv_unpack(void *cookie, size_t offset, const void *data, size_t length)
 {
     mca_pml_ubermatch_request_t *req = cookie;
     struct iovec iov = {(void *) data, length};
     uint32_t iov_count = 1;
     size_t max = length;
+    mca_pml_ubermatch_strided_t strided;
 
-    req->convertor_used = true;
-    opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &req->datatype->super,
-                                             req->count, req->buf, 0, &req->convertor);
+    if (mca_pml_ubermatch_strided_of(req->datatype, &strided)) {
+        mca_pml_ubermatch_strided_copy(&strided, req->buf, (void *) data, offset, length, false);
+        return;
+    }
+    if (0 == offset) {
+        if (req->convertor_used) { /* a persistent receive's earlier message */
+            opal_convertor_cleanup(&req->convertor);
+        }
+        req->convertor_used = true;
+        opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &req->datatype->super,
+                                                 req->count, req->buf, 0, &req->convertor);
+    }
     opal_convertor_unpack(&req->convertor, &iov, &iov_count, &max);
 }
 

@@ -7,6 +7,7 @@
 
 #include "ompi/mca/pml/ubermatch/pml_ubermatch.h"
 
+#include "ompi/mca/pml/ubermatch/pml_ubermatch_pack.h"
 #include "opal/datatype/opal_convertor.h"
 
 BEGIN_C_DECLS
@@ -30,7 +31,7 @@ typedef struct mca_pml_ubermatch_request {
     void *packed;               /* send: packed copy of a non-contiguous buffer, or the bsend buffer */
     um_proto_send_op_t send;       /* send: the protocol core's state of the transfer */
     um_proto_recv_t recv;       /* receive: what the protocol core matches and fills */
-    opal_convertor_t convertor; /* receive: unpacking into a non-contiguous buffer */
+    opal_convertor_t convertor; /* packing a non-contiguous send, unpacking a receive */
     bool convertor_used;        /* prepared since the last release: cleanup needed */
 } mca_pml_ubermatch_request_t;
 
@@ -143,10 +144,10 @@ static inline int mca_pml_ubermatch_request_start(mca_pml_ubermatch_request_t *r
 /* Receives an mprobe'd message into the request. */
 int mca_pml_ubermatch_request_start_mrecv(mca_pml_ubermatch_request_t *req, um_proto_msg_t *msg);
 
-/* A standard or ready send of contiguous data that UCX completes inside the
- * call (short messages, single-threaded): true when it went, with no request
- * needed; false when it did not, and nothing happened. Inline: this is the
- * whole of MPI_Send and MPI_Isend for small messages. */
+/* A standard or ready send that completes inside the call (short messages,
+ * single-threaded; non-contiguous ones packed first): true when it went, with
+ * no request needed; false when it did not, and nothing happened. Inline: this
+ * is the whole of MPI_Send and MPI_Isend for small messages. */
 static inline bool mca_pml_ubermatch_send_now(const void *buf, size_t count,
                                               ompi_datatype_t *datatype, int dst, int tag,
                                               mca_pml_base_send_mode_t mode,
@@ -163,12 +164,13 @@ static inline bool mca_pml_ubermatch_send_now(const void *buf, size_t count,
     }
     size = mca_pml_ubermatch_packed_size(count, datatype);
     data = mca_pml_ubermatch_contiguous_base(buf, count, datatype);
-    if (OPAL_UNLIKELY(NULL == data && size > 0)) {
-        return false;
-    }
     peer = mca_pml_ubermatch_peer(comm, dst);
     if (OPAL_UNLIKELY(NULL == peer)) {
         return false; /* the request path reports it */
+    }
+    if (OPAL_UNLIKELY(NULL == data && size > 0)) {
+        return size <= PML_UM_PACK_NOW_MAX &&
+               mca_pml_ubermatch_send_packed_now(buf, count, datatype, size, peer, dst, tag, comm);
     }
     mca_pml_ubermatch_hint(tag, size, comm, &hint);
     return 1 == um_proto_send_now(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer,

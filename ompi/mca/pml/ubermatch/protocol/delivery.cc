@@ -74,7 +74,7 @@ void Protocol::copy_out(um_proto_recv_t *recv, const void *data, size_t n) {
     if (UM_LIKELY(recv->buffer != nullptr)) {
         copy_payload(recv->buffer, data, n);
     } else {
-        cb_.recv_unpack(recv->cookie, data, n);
+        cb_.recv_unpack(recv->cookie, 0, data, n);
     }
 }
 
@@ -149,11 +149,24 @@ void Protocol::deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept {
     }
 }
 
+// The thread's scratch for pulls into non-contiguous receives: made on its
+// first such pull, kept until the thread ends (pulls run in the progressing
+// thread, or in one posting a receive: one piece at a time in each).
+unsigned char *Protocol::pull_scratch() noexcept {
+    thread_local std::unique_ptr<unsigned char[]> scratch;
+    if (UM_UNLIKELY(!scratch)) {
+        scratch.reset(new (std::nothrow) unsigned char[kPullPiece]);
+    }
+    return scratch.get();
+}
+
 // A pull: straight from the sender's buffer into a contiguous receive (as
-// much as it takes: truncation reads no more), else into scratch memory and
-// through the unpack callback in one call (as a rendezvous receive: the glue
-// unpacks each message from its start). The sender gets its buffer back in
-// every case; a failed read (the sender's memory gone) fails both.
+// much as it takes: truncation reads no more), else in pieces through this
+// thread's pull scratch and the unpack callback: each piece is unpacked while
+// it is still in the cache, and the scratch's pages stay mapped (a fresh
+// allocation per message faulted its pages in every time). The sender gets
+// its buffer back in every case; a failed read (the sender's memory gone)
+// fails both.
 void Protocol::deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept {
     const PullRef ref = PullRef::of(*msg);
     const size_t n = std::min(msg->length, recv->capacity);
@@ -163,16 +176,19 @@ void Protocol::deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept {
             status = UM_PROTO_ERROR;
         }
     } else if (n > 0) {
-        void *scratch = std::malloc(n);
+        unsigned char *const scratch = pull_scratch();
         if (scratch == nullptr) {
             ++lost_;
             status = UM_PROTO_NOMEM;
-        } else if (!ref.ring->read(scratch, ref.address, n)) {
-            status = UM_PROTO_ERROR;
-        } else {
-            copy_out(recv, scratch, n);
         }
-        std::free(scratch);
+        for (size_t off = 0; off < n && status == UM_PROTO_OK; off += kPullPiece) {
+            const size_t piece = std::min(kPullPiece, n - off);
+            if (!ref.ring->read(scratch, ref.address + off, piece)) {
+                status = UM_PROTO_ERROR;
+            } else {
+                cb_.recv_unpack(recv->cookie, off, scratch, piece);
+            }
+        }
     }
     PullRef::hand_back(*msg, status != UM_PROTO_ERROR);
     finish_and_free(recv, msg, status);

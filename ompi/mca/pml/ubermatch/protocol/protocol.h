@@ -220,6 +220,9 @@ constexpr size_t kLocalRndv = 32 * 1024;
 // 0.76-0.94x the bandwidth (still 1.10-1.13x ob1's). 8 KiB stays eager, where
 // the ring is ahead of both stock PMLs (docs/message-path.md round 7).
 constexpr size_t kPullMin = 12 * 1024;
+// A pull into a non-contiguous receive goes through scratch memory in pieces
+// of this size (fits the L2 beside the user's buffer).
+constexpr size_t kPullPiece = 256 * 1024;
 
 // Lives in the glue's um_proto_send_op_t.
 struct SendOp {
@@ -499,6 +502,7 @@ private:
     void deliver(um_proto_recv_t *recv, Message *msg) noexcept;
     void deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept;
     void deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept;
+    static unsigned char *pull_scratch() noexcept;
     void copy_out(um_proto_recv_t *recv, const void *data, size_t n);
     void finish_recv(um_proto_recv_t *recv, int32_t source, int32_t tag, size_t length, int status);
     void finish_and_free(um_proto_recv_t *recv, Message *msg, int status);

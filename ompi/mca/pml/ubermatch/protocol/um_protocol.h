@@ -56,10 +56,11 @@ typedef struct um_proto_callbacks {
     /* A receive holds its data: `received` bytes of a `length`-byte message. */
     void (*recv_done)(void *cookie, int32_t source, int32_t tag, size_t received,
                       size_t length, int status);
-    /* For receives without a contiguous buffer: unpack `length` bytes, in
-     * order, into the user's buffer: once per receive, the whole message (what the
-     * receive can take). Called before recv_done. */
-    void (*recv_unpack)(void *cookie, const void *data, size_t length);
+    /* For receives without a contiguous buffer: unpack `length` bytes, the
+     * message's from `offset` on, into the user's buffer. One or more calls per
+     * receive, in order, the first at offset 0, together the message (what the
+     * receive can take). All before recv_done. */
+    void (*recv_unpack)(void *cookie, size_t offset, const void *data, size_t length);
 } um_proto_callbacks_t;
 
 typedef struct um_proto_config {

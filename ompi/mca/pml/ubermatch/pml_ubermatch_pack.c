@@ -1,0 +1,216 @@
+#include "ompi/mca/pml/ubermatch/pml_ubermatch_pack.h"
+
+#include "ompi/runtime/mpiruntime.h"
+#include "opal/datatype/opal_datatype_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Buffer classes: 2^12 (4 KiB) .. 2^26 (64 MiB) bytes; larger ones are plain
+ * allocations (their faults are small beside their copy). */
+#define POOL_MIN_SHIFT 12
+#define POOL_MAX_SHIFT 26
+
+static struct {
+    opal_mutex_t lock;                  /* free lists, with threads */
+    void *free_list[POOL_MAX_SHIFT + 1]; /* per class, linked through each buffer's first word */
+    size_t cached;                      /* bytes on the free lists */
+    opal_convertor_t conv;              /* the staging convertor: single-threaded sends only */
+    unsigned char stage[PML_UM_PACK_NOW_MAX];
+} pack_state;
+
+void mca_pml_ubermatch_pack_init(void)
+{
+    OBJ_CONSTRUCT(&pack_state.lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&pack_state.conv, opal_convertor_t);
+    for (int s = 0; s <= POOL_MAX_SHIFT; ++s) {
+        pack_state.free_list[s] = NULL;
+    }
+    pack_state.cached = 0;
+}
+
+void mca_pml_ubermatch_pack_fini(void)
+{
+    for (int s = POOL_MIN_SHIFT; s <= POOL_MAX_SHIFT; ++s) {
+        while (NULL != pack_state.free_list[s]) {
+            void *next = *(void **) pack_state.free_list[s];
+            free(pack_state.free_list[s]);
+            pack_state.free_list[s] = next;
+        }
+    }
+    pack_state.cached = 0;
+    OBJ_DESTRUCT(&pack_state.conv);
+    OBJ_DESTRUCT(&pack_state.lock);
+}
+
+/* --- strided layouts: one element description, repeated --- */
+
+bool mca_pml_ubermatch_strided_of(const ompi_datatype_t *datatype, mca_pml_ubermatch_strided_t *s)
+{
+    const dt_type_desc_t *desc = &datatype->super.opt_desc;
+    const ddt_elem_desc_t *e;
+    if (1 != desc->used || NULL == desc->desc) {
+        return false;
+    }
+    e = &desc->desc[0].elem;
+    if (e->common.type < OPAL_DATATYPE_FIRST_TYPE || e->common.type >= OPAL_DATATYPE_UNAVAILABLE ||
+        !(e->common.flags & OPAL_DATATYPE_FLAG_DATA) || 0 == e->count || 0 == e->blocklen) {
+        return false;
+    }
+    s->block = e->blocklen * opal_datatype_basicDatatypes[e->common.type]->size;
+    s->stride = e->extent;
+    s->blocks = e->count;
+    s->disp = e->disp;
+    s->extent = datatype->super.ub - datatype->super.lb;
+    return true;
+}
+
+/* n blocks of `block` bytes, `stride` apart at mem, to (gather) or from packed.
+ * The common block sizes copy as one load and one store each. */
+#define STRIDED_RUN(BLOCK)                                                            \
+    do {                                                                              \
+        if (gather) {                                                                 \
+            for (size_t k = 0; k < n; ++k, mem += stride, packed += (BLOCK)) {         \
+                memcpy(packed, mem, (BLOCK));                                         \
+            }                                                                         \
+        } else {                                                                      \
+            for (size_t k = 0; k < n; ++k, mem += stride, packed += (BLOCK)) {         \
+                memcpy(mem, packed, (BLOCK));                                         \
+            }                                                                         \
+        }                                                                             \
+    } while (0)
+
+static void strided_run(char *mem, ptrdiff_t stride, char *packed, size_t block, size_t n,
+                        bool gather)
+{
+    switch (block) {
+    case 4: STRIDED_RUN(4); break;
+    case 8: STRIDED_RUN(8); break;
+    case 16: STRIDED_RUN(16); break;
+    case 32: STRIDED_RUN(32); break;
+    default: STRIDED_RUN(block); break;
+    }
+}
+
+void mca_pml_ubermatch_strided_copy(const mca_pml_ubermatch_strided_t *s, void *buf,
+                                    void *packed_data, size_t offset, size_t length, bool gather)
+{
+    char *packed = packed_data;
+    size_t b = offset / s->block;          /* the block the offset falls in */
+    size_t within = offset % s->block;     /* ... and where in it */
+    size_t j = b % s->blocks;              /* its index in its instance */
+    char *instance = (char *) buf + (ptrdiff_t)(b / s->blocks) * s->extent + s->disp;
+    while (length > 0) {
+        char *mem = instance + (ptrdiff_t) j * s->stride;
+        if (0 != within || length < s->block) { /* a piece's cut through a block */
+            const size_t n = s->block - within < length ? s->block - within : length;
+            if (gather) {
+                memcpy(packed, mem + within, n);
+            } else {
+                memcpy(mem + within, packed, n);
+            }
+            packed += n;
+            length -= n; /* 0 unless the block is done */
+            within = 0;
+            ++j;
+        } else { /* whole blocks to the end of the instance or of the length */
+            size_t n = s->blocks - j;
+            if (n > length / s->block) {
+                n = length / s->block;
+            }
+            strided_run(mem, s->stride, packed, s->block, n, gather);
+            packed += n * s->block;
+            length -= n * s->block;
+            j += n;
+        }
+        if (j == s->blocks) {
+            j = 0;
+            instance += s->extent;
+        }
+    }
+}
+
+int mca_pml_ubermatch_pack(opal_convertor_t *conv, const void *buf, size_t count,
+                           ompi_datatype_t *datatype, void *dest, size_t size)
+{
+    struct iovec iov = {dest, size};
+    uint32_t iov_count = 1;
+    size_t max = size;
+    mca_pml_ubermatch_strided_t strided;
+    int rc;
+
+    if (mca_pml_ubermatch_strided_of(datatype, &strided)) {
+        mca_pml_ubermatch_strided_copy(&strided, (void *) buf, dest, 0, size, true);
+        return OMPI_SUCCESS;
+    }
+    opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &datatype->super, count,
+                                             buf, 0, conv);
+    rc = opal_convertor_pack(conv, &iov, &iov_count, &max);
+    opal_convertor_cleanup(conv);
+    return rc < 0 ? OMPI_ERROR : OMPI_SUCCESS;
+}
+
+/* The class of a buffer of size bytes; 0: none (too large for the pool). */
+static int class_of(size_t size)
+{
+    int shift = POOL_MIN_SHIFT;
+    while (shift <= POOL_MAX_SHIFT && ((size_t) 1 << shift) < size) {
+        ++shift;
+    }
+    return shift <= POOL_MAX_SHIFT ? shift : 0;
+}
+
+void *mca_pml_ubermatch_pack_buffer(size_t size)
+{
+    const int shift = class_of(size);
+    void *buffer = NULL;
+    if (0 == shift) {
+        return malloc(size);
+    }
+    OPAL_THREAD_LOCK(&pack_state.lock);
+    buffer = pack_state.free_list[shift];
+    if (NULL != buffer) {
+        pack_state.free_list[shift] = *(void **) buffer;
+        pack_state.cached -= (size_t) 1 << shift;
+    }
+    OPAL_THREAD_UNLOCK(&pack_state.lock);
+    return NULL != buffer ? buffer : malloc((size_t) 1 << shift);
+}
+
+void mca_pml_ubermatch_pack_buffer_return(void *buffer, size_t size)
+{
+    const int shift = class_of(size);
+    bool kept = false;
+    if (NULL == buffer) {
+        return;
+    }
+    if (0 != shift) {
+        OPAL_THREAD_LOCK(&pack_state.lock);
+        if (pack_state.cached + ((size_t) 1 << shift) <= PML_UM_PACK_POOL_BYTES) {
+            *(void **) buffer = pack_state.free_list[shift];
+            pack_state.free_list[shift] = buffer;
+            pack_state.cached += (size_t) 1 << shift;
+            kept = true;
+        }
+        OPAL_THREAD_UNLOCK(&pack_state.lock);
+    }
+    if (!kept) {
+        free(buffer);
+    }
+}
+
+bool mca_pml_ubermatch_send_packed_now(const void *buf, size_t count, ompi_datatype_t *datatype,
+                                       size_t size, um_proto_peer_t *peer, int dst, int tag,
+                                       struct ompi_communicator_t *comm)
+{
+    um_hint_t hint;
+    /* One staging buffer; the protocol sends inside the call only single-threaded anyway. */
+    if (ompi_mpi_thread_multiple || size > PML_UM_PACK_NOW_MAX ||
+        OMPI_SUCCESS != mca_pml_ubermatch_pack(&pack_state.conv, buf, count, datatype,
+                                               pack_state.stage, size)) {
+        return false;
+    }
+    mca_pml_ubermatch_hint(tag, size, comm, &hint);
+    return 1 == um_proto_send_now(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer,
+                                  dst, tag, &hint, pack_state.stage, size);
+}

@@ -1,0 +1,70 @@
+/*
+ * Non-contiguous sends of pml/ubermatch: the data packed into contiguous
+ * memory that the protocol core sends (or a receiver pulls) as it is.
+ *
+ * A small message is packed into the module's staging buffer and sent inside
+ * the call, as a contiguous one is: no request, no allocation. A larger one is
+ * packed into a buffer from a pool of power-of-two sizes: memory that malloc
+ * hands back to the kernel at every free comes back as fresh pages, and their
+ * faults cost a halo exchange more than the copy does (64 KiB strided
+ * messages: half of the sender's time).
+ */
+#ifndef PML_UBERMATCH_PACK_H
+#define PML_UBERMATCH_PACK_H
+
+#include "ompi/mca/pml/ubermatch/pml_ubermatch.h"
+
+#include "opal/datatype/opal_convertor.h"
+
+BEGIN_C_DECLS
+
+/* Packed sizes up to this go inside the call (single-threaded): the staging
+ * buffer's size. Past it the ring pulls from the sender, so a pooled buffer. */
+#define PML_UM_PACK_NOW_MAX 8192
+
+/* The pool keeps at most this many bytes of free buffers. */
+#define PML_UM_PACK_POOL_BYTES (64UL << 20)
+
+void mca_pml_ubermatch_pack_init(void);
+void mca_pml_ubermatch_pack_fini(void);
+
+/* A datatype whose data is one element description repeated (vectors,
+ * hvectors, 2-D subarrays, resized types): count instances `extent` apart,
+ * each `blocks` blocks of `block` bytes `stride` apart from `disp`. These
+ * pack and unpack in tight loops of their own (Open MPI's convertor calls
+ * memcpy for every block: for a column of doubles, every 8 bytes). */
+typedef struct mca_pml_ubermatch_strided {
+    size_t block;
+    ptrdiff_t stride;
+    size_t blocks;
+    ptrdiff_t disp;
+    ptrdiff_t extent;
+} mca_pml_ubermatch_strided_t;
+
+bool mca_pml_ubermatch_strided_of(const ompi_datatype_t *datatype, mca_pml_ubermatch_strided_t *s);
+
+/* Copies length bytes of the packed stream, from offset on, between packed and
+ * the layout at buf: into packed (gather) or out of it. */
+void mca_pml_ubermatch_strided_copy(const mca_pml_ubermatch_strided_t *s, void *buf, void *packed,
+                                    size_t offset, size_t length, bool gather);
+
+/* Packs count of datatype at buf into dest (size bytes): a strided layout by
+ * itself, any other with conv, which is left clean for its next use. */
+int mca_pml_ubermatch_pack(opal_convertor_t *conv, const void *buf, size_t count,
+                           ompi_datatype_t *datatype, void *dest, size_t size);
+
+/* A buffer of at least size bytes, NULL when there is no memory; give it back
+ * with the same size. */
+void *mca_pml_ubermatch_pack_buffer(size_t size);
+void mca_pml_ubermatch_pack_buffer_return(void *buffer, size_t size);
+
+/* A standard or ready send of size (<= PML_UM_PACK_NOW_MAX) packed bytes of a
+ * non-contiguous buffer, packed and sent inside the call when the protocol can
+ * (single-threaded, short); false when it did not send, and nothing was sent. */
+bool mca_pml_ubermatch_send_packed_now(const void *buf, size_t count, ompi_datatype_t *datatype,
+                                       size_t size, um_proto_peer_t *peer, int dst, int tag,
+                                       struct ompi_communicator_t *comm);
+
+END_C_DECLS
+
+#endif
