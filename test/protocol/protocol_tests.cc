@@ -472,3 +472,36 @@ TEST_CASE("protocol: receives posted by one thread while another matches arrival
         CHECK(st.unexpected_len == 0);
     }
 }
+
+// Copies of unexpected payloads come from classes of powers of two, kept for reuse.
+TEST_CASE("protocol: the payload pool reuses a class's buffers and bounds what it keeps", "[protocol]") {
+    ubermatch::protocol::PayloadPool pool;
+    REQUIRE(pool.reserve());
+    void *a = pool.get(3000); // the 4 KiB class
+    REQUIRE(a != nullptr);
+    std::memset(a, 0x5a, 4096); // the whole class is usable
+    pool.put(a, 3000);
+    CHECK(pool.kept(4096) == 1);
+    void *other = std::malloc(4096); // had the pool freed a, malloc would hand it out here
+    CHECK(pool.get(4096) == a);      // kept: the same class gives it back
+    CHECK(pool.kept(4096) == 0);
+    std::free(other);
+    void *b = pool.get(4097); // the next class
+    pool.put(b, 4097);
+    CHECK(pool.kept(4096) == 0);
+    CHECK(pool.kept(8192) == 1);
+    pool.put(a, 4096);
+    std::vector<void *> many;
+    for (int i = 0; i < 100; ++i) { // more than a class keeps
+        many.push_back(pool.get(200));
+        REQUIRE(many.back() != nullptr);
+    }
+    for (void *p : many) {
+        pool.put(p, 200);
+    }
+    CHECK(pool.kept(256) == 64);
+    void *big = pool.get(size_t{1} << 20); // past the classes: plain allocation, never kept
+    REQUIRE(big != nullptr);
+    pool.put(big, size_t{1} << 20);
+    CHECK(pool.kept(size_t{1} << 20) == 0);
+}

@@ -232,7 +232,12 @@ void Protocol::store(Message *msg) noexcept {
     msg->stored = true;
     void *copy = msg->inline_data;
     if (msg->length > sizeof msg->inline_data) {
-        copy = inject_failure() ? nullptr : std::malloc(msg->length);
+        if (!inject_failure()) {
+            Guard pool(pool_lock());
+            copy = payloads_.get(msg->length);
+        } else {
+            copy = nullptr;
+        }
         if (copy == nullptr) {
             msg->lost = true;
             msg->data = nullptr;
@@ -261,7 +266,8 @@ void Protocol::release_data(Message *msg) {
         // sender's buffer is free all the same.
         PullRef::hand_back(*msg, true);
     } else if (msg->on_heap()) {
-        std::free(msg->data);
+        Guard pool(pool_lock());
+        payloads_.put(msg->data, msg->length);
     }
 }
 
