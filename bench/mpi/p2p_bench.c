@@ -11,6 +11,10 @@
  *            has the window's 64 MPI_Irecv posted before the window is sent, waits
  *            for them, then sends a 4-byte ack; messages per second
  *   bw       as rate, with SIZE default 1 MiB: bandwidth in MB/s (10^6 bytes/s)
+ *   probe    as rate, but rank 1 posts no receive ahead: it takes each message by
+ *            MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG) until one is there, then
+ *            MPI_Recv of its source and tag (a master/worker loop; every message
+ *            unexpected); messages per second
  *
  * --thread-multiple: MPI_Init_thread(MPI_THREAD_MULTIPLE) (one thread still does
  * everything): what a PML's thread safety costs.
@@ -37,7 +41,7 @@
 
 enum { WINDOW = 64, ACK_TAG = 99, DATA_TAG = 1, MAX_REPS = 1000 };
 
-typedef enum { LATENCY, RATE, BW } mode_t_;
+typedef enum { LATENCY, RATE, BW, PROBE } mode_t_;
 
 static int rank;
 static char *sbuf, *rbuf; /* rbuf: WINDOW * size bytes (WINDOW * span with --strided) */
@@ -66,6 +70,18 @@ static double run_block(mode_t_ mode, long iters) {
                 MPI_Recv(rbuf, n, type, peer, DATA_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 MPI_Send(sbuf, n, type, peer, DATA_TAG, MPI_COMM_WORLD);
             }
+        }
+    } else if (mode == PROBE && rank == 1) {
+        for (long i = 0; i < iters; i++) {
+            for (int w = 0; w < WINDOW; w++) {
+                MPI_Status st;
+                int flag = 0;
+                while (!flag)
+                    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+                MPI_Recv(rbuf + (size_t)w * span, n, type, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+            }
+            MPI_Send(&ack, 1, MPI_INT, peer, ACK_TAG, MPI_COMM_WORLD);
         }
     } else if (rank == 0) {
         for (long i = 0; i < iters; i++) {
@@ -114,7 +130,7 @@ static void usage(void) {
     if (rank == 0)
         fprintf(stderr,
                 "usage: p2p_bench [--iters N] [--reps R] [--time T] [--thread-multiple] [--strided]\n"
-                "                 latency|rate|bw [SIZE[,SIZE...]]\n"
+                "                 latency|rate|bw|probe [SIZE[,SIZE...]]\n"
                 "  SIZE in bytes (suffix K or M for KiB/MiB); default 8, 1M for bw; a comma list\n"
                 "  measures each size in turn\n"
                 "  --iters N  iterations per repetition (default: calibrated to --time)\n"
@@ -170,6 +186,7 @@ int main(int argc, char **argv) {
     if (ok && mode_name && strcmp(mode_name, "latency") == 0) mode = LATENCY;
     else if (ok && mode_name && strcmp(mode_name, "rate") == 0) mode = RATE;
     else if (ok && mode_name && strcmp(mode_name, "bw") == 0) mode = BW;
+    else if (ok && mode_name && strcmp(mode_name, "probe") == 0) mode = PROBE;
     else ok = 0;
     if (!ok || size != 2) {
         if (rank == 0 && size != 2) fprintf(stderr, "p2p_bench: needs exactly 2 ranks (got %d)\n", size);
@@ -228,6 +245,7 @@ int main(int argc, char **argv) {
                 best = t[0] / (2.0 * (double)iters) * 1e6, worst = t[reps - 1] / (2.0 * (double)iters) * 1e6;
                 break;
             case RATE:
+            case PROBE:
                 value = msgs / median, unit = "msg/s";
                 best = msgs / t[0], worst = msgs / t[reps - 1];
                 break;
