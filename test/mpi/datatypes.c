@@ -302,6 +302,32 @@ static void run_case(int id, desc_t *snd, desc_t *rcv, int rcv_expect_count)
     }
 }
 
+/* count x vector(nblk,3,4) into contiguous doubles and into m vectors of stride 5,
+ * contiguous doubles into it, and it into count + 2 of it (partly filled).
+ * Returns the last case id. */
+static int vector_cases(int id, int count, int nblk, int m)
+{
+    const int total = count * nblk * 3;
+    char n_v[64], n_w[64], n_d[64], n_p[64];
+    snprintf(n_v, sizeof n_v, "%d x vector(%d,3,4)", count, nblk);
+    snprintf(n_w, sizeof n_w, "%d x vector(%d,3,5)", m, total / (3 * m));
+    snprintf(n_d, sizeof n_d, "%d x MPI_DOUBLE", total);
+    snprintf(n_p, sizeof n_p, "%d x vector(%d,3,4) (partly filled)", count + 2, nblk);
+    desc_t v = d_vectors(n_v, count, nblk, 3, 4);
+    desc_t w = d_vectors(n_w, m, total / (3 * m), 3, 5);
+    desc_t d = d_contig(n_d, MPI_DOUBLE, 8, total);
+    desc_t p = d_vectors(n_p, count + 2, nblk, 3, 4);
+    run_case(++id, &v, &d, total);
+    run_case(++id, &v, &w, m);
+    run_case(++id, &d, &v, count);
+    run_case(++id, &v, &p, count);
+    d_free(&v);
+    d_free(&w);
+    d_free(&d);
+    d_free(&p);
+    return id;
+}
+
 static void partial_elements(void)
 {
     /* 5 doubles into contiguous(2, double) x 4: count undefined, 5 elements */
@@ -373,18 +399,7 @@ int main(int argc, char **argv)
         d_free(&i20);
         d_free(&vr);
 
-        desc_t v3 = d_vectors("3 x vector(40,3,4)", 3, 40, 3, 4);
-        desc_t v2 = d_vectors("2 x vector(60,3,5)", 2, 60, 3, 5);
-        desc_t d360 = d_contig("360 x MPI_DOUBLE", MPI_DOUBLE, 8, 360);
-        desc_t v5 = d_vectors("5 x vector(40,3,4) (partly filled)", 5, 40, 3, 4);
-        run_case(++id, &v3, &d360, 360);
-        run_case(++id, &v3, &v2, 2);
-        run_case(++id, &d360, &v3, 3);
-        run_case(++id, &v3, &v5, 3);
-        d_free(&v3);
-        d_free(&v2);
-        d_free(&d360);
-        d_free(&v5);
+        id = vector_cases(id, 3, 40, 2);
         partial_elements();
         small_cases = cases;
     }
@@ -413,18 +428,7 @@ int main(int argc, char **argv)
         run_case(++id, &ix, &ix, 8500);
         d_free(&ix);
 
-        desc_t v7 = d_vectors("7 x vector(5000,3,4) [840 kB]", 7, 5000, 3, 4);
-        desc_t v35 = d_vectors("vector(35000,3,5)", 1, 35000, 3, 5);
-        desc_t d105 = d_contig("105000 x MPI_DOUBLE", MPI_DOUBLE, 8, 105000);
-        desc_t v9 = d_vectors("9 x vector(5000,3,4) (partly filled)", 9, 5000, 3, 4);
-        run_case(++id, &v7, &d105, 105000);
-        run_case(++id, &v7, &v35, 1);
-        run_case(++id, &d105, &v7, 7);
-        run_case(++id, &v7, &v9, 7);
-        d_free(&v7);
-        d_free(&v35);
-        d_free(&d105);
-        d_free(&v9);
+        id = vector_cases(id, 7, 5000, 1); /* 840 kB */
 
         desc_t vr = d_vec_resized("vector(150000,2,3) of resized int [1.2 MB]", 150000);
         desc_t i3 = d_contig("300000 x MPI_INT", MPI_INT, 4, 300000);
