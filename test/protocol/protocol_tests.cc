@@ -78,7 +78,7 @@ TEST_CASE("protocol: rendezvous into a buffer and through the unpack callback", 
     Pair p;
     um_proto_comm_t *ca = p.comm(p.a, 5);
     um_proto_comm_t *cb = p.comm(p.b, 5);
-    const size_t n = size_t{3} << 20;
+    const size_t n = size_t{3} << 18; // 768 KiB: UCX unpacks it (up to kRndvUnpackMax)
     const auto m = pattern(n, 5);
     Op s1, s2, r1, r2;
     std::vector<unsigned char> buf(n);
@@ -93,6 +93,28 @@ TEST_CASE("protocol: rendezvous into a buffer and through the unpack callback", 
     CHECK(buf == m);
     CHECK(r2.status == UM_PROTO_OK);
     CHECK(r2.unpacked == m);
+    CHECK(r2.unpack_messages == 1);
+    CHECK(r2.unpack_pieces > 1); // as UCX receives it: no scratch copy of the whole message
+    CHECK_FALSE(r2.unpack_out_of_order);
+
+    INFO("non-contiguous and truncated: what the receive can take, through scratch memory");
+    Op s3, r3;
+    REQUIRE(p.send(ca, 9, m.data(), n, s3) == UM_PROTO_OK);
+    REQUIRE(p.post(cb, 0, 9, nullptr, n / 2, r3) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return r3.done && s3.done; }));
+    CHECK(r3.status == UM_PROTO_TRUNCATED);
+    CHECK(r3.received == n / 2);
+    CHECK(r3.unpacked == std::vector<unsigned char>(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(n / 2)));
+
+    INFO("non-contiguous past kRndvUnpackMax: one get into scratch memory, unpacked at once");
+    const auto big = pattern(ubermatch::protocol::kRndvUnpackMax + 4096, 6);
+    Op s4, r4;
+    REQUIRE(p.send(ca, 10, big.data(), big.size(), s4) == UM_PROTO_OK);
+    REQUIRE(p.post(cb, 0, 10, nullptr, big.size(), r4) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return r4.done && s4.done; }));
+    CHECK(r4.status == UM_PROTO_OK);
+    CHECK(r4.unpacked == big);
+    CHECK(r4.unpack_pieces == 1);
 }
 
 TEST_CASE("protocol: a synchronous send completes when matched, not before", "[protocol]") {

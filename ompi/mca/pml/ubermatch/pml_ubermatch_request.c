@@ -258,8 +258,9 @@ static void send_done(void *cookie, int status)
     request_complete(req);
 }
 
-/* A message's pieces come in order: the convertor is set up at the first and
- * goes on from where the last one left it. */
+/* A message's pieces: the convertor is set up at offset 0 and goes on from
+ * where the last piece left it, or is moved where a piece out of order starts
+ * (UCX's rendezvous may deliver so). */
 static void recv_unpack(void *cookie, size_t offset, const void *data, size_t length)
 {
     mca_pml_ubermatch_request_t *req = cookie;
@@ -279,6 +280,9 @@ static void recv_unpack(void *cookie, size_t offset, const void *data, size_t le
         req->convertor_used = true;
         opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &req->datatype->super,
                                                  req->count, req->buf, 0, &req->convertor);
+    } else if (offset != req->convertor.bConverted) {
+        size_t position = offset;
+        opal_convertor_set_position(&req->convertor, &position);
     }
     opal_convertor_unpack(&req->convertor, &iov, &iov_count, &max);
 }

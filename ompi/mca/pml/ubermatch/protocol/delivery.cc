@@ -116,9 +116,24 @@ void Protocol::deliver(um_proto_recv_t *recv, Message *msg) noexcept {
     finish_and_free(recv, msg, UM_PROTO_OK);
 }
 
-// Rendezvous: straight into a contiguous buffer that can take it all, else into
-// scratch memory (non-contiguous, or truncated: UCX would abort on a receive
-// smaller than the message). No memory for that: the receive fails with
+// The receive's RndvOp is the "buffer" UCX hands to these; only receives use the type.
+const ucp_generic_dt_ops_t Protocol::kRndvUnpackOps = {
+    [](void *, const void *, size_t) -> void * { return nullptr; },
+    [](void *, void *buffer, size_t) -> void * { return buffer; },
+    [](void *state) -> size_t { return static_cast<RndvOp *>(state)->msg->length; },
+    [](void *, size_t, void *, size_t) -> size_t { return 0; },
+    [](void *state, size_t offset, const void *src, size_t length) -> ucs_status_t {
+        auto *op = static_cast<RndvOp *>(state);
+        op->proto->cb_.recv_unpack(op->recv->cookie, offset, src, length);
+        return UCS_OK;
+    },
+    [](void *) {},
+};
+
+// Rendezvous: straight into a contiguous buffer that can take it all; into a
+// non-contiguous one through the unpack callback in the pieces UCX receives
+// (up to kRndvUnpackMax); else into scratch memory (larger, or truncated: UCX
+// would abort on a receive smaller than the message). No memory for that: the receive fails with
 // UM_PROTO_NOMEM and the sender's data is released. Not injected: with UCX
 // 1.13.1, releasing a rendezvous descriptor unreceived was seen to complete the
 // sender's next rendezvous send before its data was read (test alloc_faults,
@@ -126,7 +141,9 @@ void Protocol::deliver(um_proto_recv_t *recv, Message *msg) noexcept {
 void Protocol::deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept {
     auto *op = new (std::nothrow) RndvOp{this, recv, msg, nullptr};
     void *dest = recv->buffer;
-    if (op != nullptr && (dest == nullptr || msg->length > recv->capacity)) {
+    const bool unpack = dest == nullptr && msg->length <= recv->capacity && msg->length <= kRndvUnpackMax &&
+                        rndv_unpack_dt_ != 0;
+    if (op != nullptr && !unpack && (dest == nullptr || msg->length > recv->capacity)) {
         op->scratch = std::malloc(std::max<size_t>(msg->length, 1));
         dest = op->scratch;
         if (dest == nullptr) {
@@ -143,7 +160,14 @@ void Protocol::deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept {
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.recv_am = rndv_cb;
     param.user_data = op;
-    void *req = ucp_am_recv_data_nbx(worker_, msg->data, dest, msg->length, &param);
+    size_t count = msg->length;
+    if (unpack) {
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+        param.datatype = rndv_unpack_dt_;
+        dest = op;
+        count = 1;
+    }
+    void *req = ucp_am_recv_data_nbx(worker_, msg->data, dest, count, &param);
     if (!UCS_PTR_IS_PTR(req)) {
         rndv_cb(nullptr, UCS_PTR_STATUS(req), msg->length, op);
     }

@@ -106,6 +106,9 @@ void Protocol::start() {
     if (status != UCS_OK) {
         throw std::runtime_error(std::string("ucp_init: ") + ucs_status_string(status));
     }
+    if (ucp_dt_create_generic(&kRndvUnpackOps, this, &rndv_unpack_dt_) != UCS_OK) {
+        rndv_unpack_dt_ = 0; // non-contiguous rendezvous receives go through scratch memory
+    }
 
     ucp_worker_params_t wparams{};
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -158,6 +161,9 @@ Protocol::~Protocol() {
     }
     if (worker_ != nullptr) {
         ucp_worker_destroy(worker_);
+    }
+    if (rndv_unpack_dt_ != 0) {
+        ucp_dt_destroy(rndv_unpack_dt_);
     }
     if (context_ != nullptr) {
         ucp_cleanup(context_);

@@ -224,6 +224,12 @@ constexpr size_t kPullMin = 12 * 1024;
 // A pull into a non-contiguous receive goes through scratch memory in pieces
 // of this size (fits the L2 beside the user's buffer).
 constexpr size_t kPullPiece = 256 * 1024;
+// A UCX rendezvous into a non-contiguous receive is unpacked as UCX receives it
+// up to this size: UCX then streams fragments through the sender's bounce
+// buffers, a copy more there than its single get into scratch memory, which is
+// ahead from 2 MiB (strided, np 2: 0.82-0.89x at 2 MiB, 0.83x at 4-8 MiB,
+// 1.25-1.61x at 64 KiB - 1 MiB; docs/message-path.md round 10).
+constexpr size_t kRndvUnpackMax = 1024 * 1024;
 
 // Lives in the glue's um_proto_send_op_t.
 struct SendOp {
@@ -473,6 +479,9 @@ private:
     static void send_cb(void *request, ucs_status_t status, void *user_data);
     static void ack_sent_cb(void *request, ucs_status_t status, void *user_data);
     static void rndv_cb(void *request, ucs_status_t status, size_t length, void *user_data);
+    // UCX unpacks a rendezvous into a non-contiguous receive through this type:
+    // piece by piece into the unpack callback, no scratch copy of the message.
+    static const ucp_generic_dt_ops_t kRndvUnpackOps;
 
     ucs_status_t on_message(const void *header, size_t header_length, void *data,
                             size_t length, const ucp_am_recv_param_t *param) noexcept;
@@ -608,6 +617,7 @@ private:
 
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
+    ucp_datatype_t rndv_unpack_dt_ = 0; // kRndvUnpackOps's type (0: none, scratch memory then)
 
     SpinLock lock_;
     SpinLock pool_lock_; // messages_; taken after lock_ where both are

@@ -58,8 +58,9 @@ typedef struct um_proto_callbacks {
                       size_t length, int status);
     /* For receives without a contiguous buffer: unpack `length` bytes, the
      * message's from `offset` on, into the user's buffer. One or more calls per
-     * receive, in order, the first at offset 0, together the message (what the
-     * receive can take). All before recv_done. */
+     * receive, together the message (what the receive can take), the first at
+     * offset 0; in order except where UCX delivers a rendezvous in pieces (it
+     * may not). All before recv_done. */
     void (*recv_unpack)(void *cookie, size_t offset, const void *data, size_t length);
 } um_proto_callbacks_t;
 
