@@ -19,7 +19,8 @@
 BEGIN_C_DECLS
 
 /* Packed sizes up to this go inside the call (single-threaded): the staging
- * buffer's size. Past it the ring pulls from the sender, so a pooled buffer. */
+ * buffer's size. Past it a request and a pooled buffer, which outlives the call
+ * (from 12 KiB the ring's receiver pulls from it). */
 #define PML_UM_PACK_NOW_MAX 8192
 
 /* The pool keeps at most this many bytes of free buffers. */
