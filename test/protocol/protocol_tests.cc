@@ -495,35 +495,61 @@ TEST_CASE("protocol: receives posted by one thread while another matches arrival
     }
 }
 
-// Copies of unexpected payloads come from classes of powers of two, kept for reuse.
-TEST_CASE("protocol: the payload pool reuses a class's buffers and bounds what it keeps", "[protocol]") {
-    ubermatch::protocol::PayloadPool pool;
-    REQUIRE(pool.reserve());
+// Copies that outlive a call (unexpected payloads, packed sends) come from
+// classes of powers of two, kept for reuse up to a bound in bytes.
+TEST_CASE("protocol: the buffer pool reuses a class's buffers and bounds what it keeps", "[protocol]") {
+    ubermatch::protocol::BufferPool pool(7, 16, 64 * 256);
+    void *tiny = pool.get(1); // the smallest class holds the free list's link
+    pool.put(tiny, 1);
+    CHECK(pool.kept(128) == 1);
+    CHECK(pool.get(100) == tiny);
+    std::free(tiny);
     void *a = pool.get(3000); // the 4 KiB class
     REQUIRE(a != nullptr);
     std::memset(a, 0x5a, 4096); // the whole class is usable
     pool.put(a, 3000);
     CHECK(pool.kept(4096) == 1);
+    CHECK(pool.kept_bytes() == 4096);
     void *other = std::malloc(4096); // had the pool freed a, malloc would hand it out here
     CHECK(pool.get(4096) == a);      // kept: the same class gives it back
     CHECK(pool.kept(4096) == 0);
+    CHECK(pool.kept_bytes() == 0);
     std::free(other);
     void *b = pool.get(4097); // the next class
     pool.put(b, 4097);
     CHECK(pool.kept(4096) == 0);
     CHECK(pool.kept(8192) == 1);
     pool.put(a, 4096);
+    CHECK(pool.get(8192) == b); // a class's list gives back its own only
+    pool.put(b, 8192);
+    CHECK(pool.kept_bytes() == 4096 + 8192);
     std::vector<void *> many;
-    for (int i = 0; i < 100; ++i) { // more than a class keeps
+    for (int i = 0; i < 100; ++i) { // more than the pool keeps
         many.push_back(pool.get(200));
         REQUIRE(many.back() != nullptr);
     }
     for (void *p : many) {
         pool.put(p, 200);
     }
-    CHECK(pool.kept(256) == 64);
+    CHECK(pool.kept(256) == (64 * 256 - 4096 - 8192) / 256); // up to the bound, no further
+    CHECK(pool.kept_bytes() <= 64 * 256);
     void *big = pool.get(size_t{1} << 20); // past the classes: plain allocation, never kept
     REQUIRE(big != nullptr);
     pool.put(big, size_t{1} << 20);
     CHECK(pool.kept(size_t{1} << 20) == 0);
+
+    // The glue's packed sends use the same pool through the C interface.
+    um_proto_pool_t *c = um_proto_pool_create(12, 26, size_t{64} << 20);
+    REQUIRE(c != nullptr);
+    void *p = um_proto_pool_get(c, 70000); // the 128 KiB class
+    REQUIRE(p != nullptr);
+    std::memset(p, 1, 131072);
+    um_proto_pool_put(c, p, 70000);
+    CHECK(um_proto_pool_get(c, 100000) == p);
+    um_proto_pool_put(c, p, 100000);
+    um_proto_pool_put(c, nullptr, 10); // nothing
+    um_proto_pool_destroy(c);
+    void *plain = um_proto_pool_get(nullptr, 100); // no pool: plain allocation
+    REQUIRE(plain != nullptr);
+    um_proto_pool_put(nullptr, plain, 100);
 }

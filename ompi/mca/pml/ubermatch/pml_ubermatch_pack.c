@@ -12,10 +12,9 @@
 #define POOL_MAX_SHIFT 26
 
 static struct {
-    opal_mutex_t lock;                  /* free lists, with threads */
-    void *free_list[POOL_MAX_SHIFT + 1]; /* per class, linked through each buffer's first word */
-    size_t cached;                      /* bytes on the free lists */
-    opal_convertor_t conv;              /* the staging convertor: single-threaded sends only */
+    opal_mutex_t lock;     /* the pool, with threads */
+    um_proto_pool_t *pool; /* NULL without memory: plain allocations */
+    opal_convertor_t conv; /* the staging convertor: single-threaded sends only */
     unsigned char stage[PML_UM_PACK_NOW_MAX];
 } pack_state;
 
@@ -23,22 +22,13 @@ void mca_pml_ubermatch_pack_init(void)
 {
     OBJ_CONSTRUCT(&pack_state.lock, opal_mutex_t);
     OBJ_CONSTRUCT(&pack_state.conv, opal_convertor_t);
-    for (int s = 0; s <= POOL_MAX_SHIFT; ++s) {
-        pack_state.free_list[s] = NULL;
-    }
-    pack_state.cached = 0;
+    pack_state.pool = um_proto_pool_create(POOL_MIN_SHIFT, POOL_MAX_SHIFT, PML_UM_PACK_POOL_BYTES);
 }
 
 void mca_pml_ubermatch_pack_fini(void)
 {
-    for (int s = POOL_MIN_SHIFT; s <= POOL_MAX_SHIFT; ++s) {
-        while (NULL != pack_state.free_list[s]) {
-            void *next = *(void **) pack_state.free_list[s];
-            free(pack_state.free_list[s]);
-            pack_state.free_list[s] = next;
-        }
-    }
-    pack_state.cached = 0;
+    um_proto_pool_destroy(pack_state.pool);
+    pack_state.pool = NULL;
     OBJ_DESTRUCT(&pack_state.conv);
     OBJ_DESTRUCT(&pack_state.lock);
 }
@@ -150,53 +140,20 @@ int mca_pml_ubermatch_pack(opal_convertor_t *conv, const void *buf, size_t count
     return rc < 0 ? OMPI_ERROR : OMPI_SUCCESS;
 }
 
-/* The class of a buffer of size bytes; 0: none (too large for the pool). */
-static int class_of(size_t size)
-{
-    int shift = POOL_MIN_SHIFT;
-    while (shift <= POOL_MAX_SHIFT && ((size_t) 1 << shift) < size) {
-        ++shift;
-    }
-    return shift <= POOL_MAX_SHIFT ? shift : 0;
-}
-
 void *mca_pml_ubermatch_pack_buffer(size_t size)
 {
-    const int shift = class_of(size);
-    void *buffer = NULL;
-    if (0 == shift) {
-        return malloc(size);
-    }
+    void *buffer;
     OPAL_THREAD_LOCK(&pack_state.lock);
-    buffer = pack_state.free_list[shift];
-    if (NULL != buffer) {
-        pack_state.free_list[shift] = *(void **) buffer;
-        pack_state.cached -= (size_t) 1 << shift;
-    }
+    buffer = um_proto_pool_get(pack_state.pool, size);
     OPAL_THREAD_UNLOCK(&pack_state.lock);
-    return NULL != buffer ? buffer : malloc((size_t) 1 << shift);
+    return buffer;
 }
 
 void mca_pml_ubermatch_pack_buffer_return(void *buffer, size_t size)
 {
-    const int shift = class_of(size);
-    bool kept = false;
-    if (NULL == buffer) {
-        return;
-    }
-    if (0 != shift) {
-        OPAL_THREAD_LOCK(&pack_state.lock);
-        if (pack_state.cached + ((size_t) 1 << shift) <= PML_UM_PACK_POOL_BYTES) {
-            *(void **) buffer = pack_state.free_list[shift];
-            pack_state.free_list[shift] = buffer;
-            pack_state.cached += (size_t) 1 << shift;
-            kept = true;
-        }
-        OPAL_THREAD_UNLOCK(&pack_state.lock);
-    }
-    if (!kept) {
-        free(buffer);
-    }
+    OPAL_THREAD_LOCK(&pack_state.lock);
+    um_proto_pool_put(pack_state.pool, buffer, size);
+    OPAL_THREAD_UNLOCK(&pack_state.lock);
 }
 
 bool mca_pml_ubermatch_send_packed_now(const void *buf, size_t count, ompi_datatype_t *datatype,

@@ -4,10 +4,10 @@
  *
  * A small message is packed into the module's staging buffer and sent inside
  * the call, as a contiguous one is: no request, no allocation. A larger one is
- * packed into a buffer from a pool of power-of-two sizes: memory that malloc
- * hands back to the kernel at every free comes back as fresh pages, and their
- * faults cost a halo exchange more than the copy does (64 KiB strided
- * messages: half of the sender's time).
+ * packed into a buffer from a pool of power-of-two sizes (the protocol core's
+ * pool, um_proto_pool_*): memory that malloc hands back to the kernel at every
+ * free comes back as fresh pages, and their faults cost a halo exchange more
+ * than the copy does (64 KiB strided messages: half of the sender's time).
  */
 #ifndef PML_UBERMATCH_PACK_H
 #define PML_UBERMATCH_PACK_H

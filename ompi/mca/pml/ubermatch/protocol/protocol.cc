@@ -25,9 +25,7 @@ Protocol::Protocol(const um_proto_config_t &config, const um_proto_callbacks_t &
       shm_bound_(config.shm_eager_limit),
       ring_cells_(config.shm_ring_cells != 0 ? config.shm_ring_cells : shm::kDefaultCells),
       shm_limit_(shm::eager_limit(ring_cells_, shm_bound_)),
-      shm_pull_(config.shm_pull != 0 && shm_limit_ > 0) {
-    payloads_.reserve(); // without the memory the pool only allocates and frees
-}
+      shm_pull_(config.shm_pull != 0 && shm_limit_ > 0) {}
 
 void Protocol::start() {
     // Fail early, with the valid names, on a bad backend or parameter.

@@ -20,7 +20,7 @@
 
 #include "matching/engine.h"
 #include "matching/tailq_bins.h"
-#include "ompi/mca/pml/ubermatch/protocol/payload_pool.h"
+#include "ompi/mca/pml/ubermatch/protocol/buffer_pool.h"
 #include "ompi/mca/pml/ubermatch/protocol/shm.h"
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
 #include "ompi/mca/pml/ubermatch/protocol/wire.h"
@@ -628,7 +628,9 @@ private:
     uint64_t lost_ = 0;    // payloads that could not be kept (their receives fail)
     uint64_t dropped_ = 0; // arrivals with no memory left even for their descriptor
     MessagePool messages_; // under pool_lock_
-    PayloadPool payloads_; // under pool_lock_: unexpected payloads' copies
+    // Under pool_lock_: unexpected payloads' copies, 128 B - 64 KiB (the rings'
+    // eager limit is below), 4 MiB kept.
+    BufferPool payloads_{7, 16, size_t{4} << 20};
     // Of inbound_, with more than kPollAllRings (poll_hot_rings; last here, so
     // that the members every message uses keep their places):
     std::vector<shm::Receiver *> hot_;  // polled on every round

@@ -242,6 +242,19 @@ int um_proto_msg_recv(um_proto_t *proto, um_proto_msg_t *msg, um_proto_recv_t *r
 int um_proto_collective(um_proto_t *proto, um_proto_comm_t *comm, const um_hint_t *hint,
                         int begin);
 
+/* A pool of buffers kept for reuse in classes of 2^min_shift .. 2^max_shift
+ * bytes, at most max_kept bytes of free ones (the core's own pool of
+ * unexpected payloads, lent to the glue for its packed sends). NULL without
+ * memory; a NULL pool only allocates and frees. Not thread-safe: the caller
+ * locks. */
+typedef struct um_proto_pool um_proto_pool_t;
+um_proto_pool_t *um_proto_pool_create(unsigned min_shift, unsigned max_shift, size_t max_kept);
+void um_proto_pool_destroy(um_proto_pool_t *pool);
+/* At least length bytes, NULL when there is no memory. */
+void *um_proto_pool_get(um_proto_pool_t *pool, size_t length);
+/* buffer (NULL: nothing) came from um_proto_pool_get(pool, length). */
+void um_proto_pool_put(um_proto_pool_t *pool, void *buffer, size_t length);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,95 @@
+// Buffers kept for reuse in power-of-two classes, for copies that outlive a
+// call: unexpected eager payloads (a ring's record goes back to its sender
+// before a receive takes it) and packed non-contiguous sends (the PML glue,
+// through um_proto_pool_*). malloc and free of a few KiB per message were 14%
+// of a receiver taking 4 KiB messages by MPI_Iprobe and MPI_Recv, and memory
+// that glibc trims at a free comes back as fresh pages whose faults cost more
+// than the copy (64 KiB strided sends: half of the sender's time). Free
+// buffers are linked through their first word, so put() never allocates. Not
+// thread-safe: each user holds its own lock around it.
+#ifndef UBERMATCH_PROTOCOL_BUFFER_POOL_H
+#define UBERMATCH_PROTOCOL_BUFFER_POOL_H
+
+#include <cstddef>
+#include <cstdlib>
+
+namespace ubermatch::protocol {
+
+class BufferPool {
+public:
+    // Classes 2^min_shift .. 2^max_shift bytes (min_shift >= 3: a class holds
+    // the link), at most max_kept bytes of free buffers kept in all.
+    BufferPool(unsigned min_shift, unsigned max_shift, size_t max_kept) noexcept
+        : min_shift_(min_shift < 3 ? 3 : min_shift),
+          max_shift_(max_shift >= kShifts ? kShifts - 1 : max_shift), max_kept_(max_kept) {}
+    BufferPool(const BufferPool &) = delete;
+    BufferPool &operator=(const BufferPool &) = delete;
+    ~BufferPool() {
+        for (Free *&head : free_) {
+            while (head != nullptr) {
+                Free *next = head->next;
+                std::free(head);
+                head = next;
+            }
+        }
+    }
+    // At least length bytes, nullptr when there is no memory. Past the
+    // largest class a plain allocation.
+    void *get(size_t length) noexcept {
+        const int c = class_of(length);
+        if (c < 0) {
+            return std::malloc(length);
+        }
+        Free *head = free_[c];
+        if (head == nullptr) {
+            return std::malloc(size_t{1} << c);
+        }
+        free_[c] = head->next;
+        --count_[c];
+        kept_bytes_ -= size_t{1} << c;
+        return head;
+    }
+    // p came from get(length): kept while the pool holds under max_kept bytes.
+    void put(void *p, size_t length) noexcept {
+        const int c = class_of(length);
+        if (c < 0 || kept_bytes_ + (size_t{1} << c) > max_kept_) {
+            std::free(p);
+            return;
+        }
+        Free *f = static_cast<Free *>(p);
+        f->next = free_[c];
+        free_[c] = f;
+        ++count_[c];
+        kept_bytes_ += size_t{1} << c;
+    }
+    // Buffers kept in length's class, and bytes kept in all (tests, stats).
+    size_t kept(size_t length) const noexcept {
+        const int c = class_of(length);
+        return c < 0 ? 0 : count_[c];
+    }
+    size_t kept_bytes() const noexcept { return kept_bytes_; }
+
+private:
+    static constexpr unsigned kShifts = 48;
+    struct Free {
+        Free *next;
+    };
+    // The class (its shift) of a buffer of length bytes; -1 past the largest.
+    int class_of(size_t length) const noexcept {
+        unsigned s = min_shift_;
+        while (s <= max_shift_ && (size_t{1} << s) < length) {
+            ++s;
+        }
+        return s <= max_shift_ ? static_cast<int>(s) : -1;
+    }
+    const unsigned min_shift_;
+    const unsigned max_shift_;
+    const size_t max_kept_;
+    size_t kept_bytes_ = 0;
+    Free *free_[kShifts] = {};
+    size_t count_[kShifts] = {};
+};
+
+} // namespace ubermatch::protocol
+
+#endif
