@@ -95,7 +95,13 @@ public:
           header_(make_header(rank, job, clock_.t0_ns(), backend)), out_(path_, &header_, sizeof header_, direct) {
         buf_ = out_.area();
         room_ = out_.room();
-        if (!out_.ok()) {
+        if (!out_.ok() && out_.error() == EBUSY) {
+            std::fprintf(stderr,
+                         "ubermatch trace: %s is being written by another running job (two mpiruns recording "
+                         "into one directory): this rank records nothing; give each mpirun a directory of its "
+                         "own in pml_ubermatch_trace\n",
+                         path_.c_str());
+        } else if (!out_.ok()) {
             std::fprintf(stderr, "ubermatch trace: cannot create %s (%s): recording nothing\n", path_.c_str(),
                          std::strerror(out_.error()));
         } else if (rank == 0) {

@@ -7,6 +7,7 @@
 #include <new>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -31,6 +32,30 @@ int io_getevents(aio_context_t ctx, io_event *ev) {
     return static_cast<int>(syscall(SYS_io_getevents, ctx, 1, 1, ev, nullptr));
 }
 
+// path opened for writing and emptied, unless another open file holds its
+// lock: a job still writing it (two mpiruns recording into one directory name
+// their files alike), whose file is then left whole (-1, errno EBUSY). The
+// lock goes with the file's last close; where the file system has no locks,
+// the file is taken as before.
+int open_exclusive(const std::string &path) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        return -1;
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        ::close(fd);
+        errno = EBUSY;
+        return -1;
+    }
+    if (::ftruncate(fd, 0) != 0) {
+        const int e = errno;
+        ::close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 } // namespace
 
 TraceWriter::TraceWriter(const std::string &path, const void *header, size_t header_size, bool direct)
@@ -43,7 +68,7 @@ TraceWriter::TraceWriter(const std::string &path, const void *header, size_t hea
         }
         c.mem = static_cast<char *>(p);
     }
-    plain_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    plain_fd_ = open_exclusive(path);
     error_ = plain_fd_ < 0 ? errno : 0;
     fd_ = plain_fd_;
     // The header at once (rewritten at the end): a run that dies early leaves a

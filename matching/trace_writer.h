@@ -33,7 +33,8 @@ class TraceWriter {
 public:
     // Creates path, `header` (header_size bytes, a multiple of 8) first in
     // it. direct: try direct I/O (else buffered). ok() says whether the file
-    // was made (else every event committed counts as lost).
+    // was made (else every event committed counts as lost); a file another
+    // writer still holds open is left alone (error() EBUSY).
     TraceWriter(const std::string &path, const void *header, size_t header_size, bool direct);
     ~TraceWriter();
     TraceWriter(const TraceWriter &) = delete;

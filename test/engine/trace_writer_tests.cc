@@ -199,6 +199,48 @@ TEST_CASE("direct and buffered writers write the same file across many chunks", 
     }
 }
 
+// Two mpiruns recording into one directory name their files alike: the
+// second to come leaves the first's file alone, and a later run (the first
+// finished) takes the file over.
+TEST_CASE("a file another writer is still writing is left whole, a finished one is taken over", "[trace]") {
+    TempDir dir;
+    for (bool direct : {true, false}) {
+        INFO("direct " << direct);
+        const std::string path = dir.path + (direct ? "/direct.umt" : "/buffered.umt");
+        const std::vector<char> header = header_bytes();
+        constexpr uint64_t kRecords = 50000; // more than a chunk: some written before the other writer comes
+        {
+            TraceWriter first(path, header.data(), header.size(), direct);
+            REQUIRE(first.ok());
+            uint64_t i = 0;
+            for (; i < first.room(); ++i) {
+                first.area()[i] = record(i);
+            }
+            first.commit(first.room());
+            {
+                TraceWriter second(path, header.data(), header.size(), direct);
+                CHECK_FALSE(second.ok());
+                CHECK(second.error() == EBUSY);
+            }
+            size_t k = 0;
+            for (; i < kRecords; ++i) {
+                if (k == first.room()) {
+                    first.commit(k);
+                    k = 0;
+                }
+                first.area()[k++] = record(i);
+            }
+            std::vector<char> last = header;
+            last[0] ^= 1;
+            CHECK(first.finish(k, {static_cast<uint8_t>(TraceOp::end), 0}, last.data()));
+        }
+        check_file(path, kRecords, 0);
+        const Written again = write_records(path, 1000, direct, header); // a rerun
+        CHECK(again.whole);
+        check_file(path, 1000, 0);
+    }
+}
+
 TEST_CASE("a failed write ends the file at its last whole record and counts every event after it", "[trace]") {
     TempDir dir;
     const bool can = takes_direct(dir.path);
