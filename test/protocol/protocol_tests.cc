@@ -538,18 +538,26 @@ TEST_CASE("protocol: the buffer pool reuses a class's buffers and bounds what it
     pool.put(big, size_t{1} << 20);
     CHECK(pool.kept(size_t{1} << 20) == 0);
 
-    // The glue's packed sends use the same pool through the C interface.
-    um_proto_pool_t *c = um_proto_pool_create(12, 26, size_t{64} << 20);
-    REQUIRE(c != nullptr);
-    void *p = um_proto_pool_get(c, 70000); // the 128 KiB class
-    REQUIRE(p != nullptr);
-    std::memset(p, 1, 131072);
-    um_proto_pool_put(c, p, 70000);
-    CHECK(um_proto_pool_get(c, 100000) == p);
-    um_proto_pool_put(c, p, 100000);
-    um_proto_pool_put(c, nullptr, 10); // nothing
-    um_proto_pool_destroy(c);
-    void *plain = um_proto_pool_get(nullptr, 100); // no pool: plain allocation
-    REQUIRE(plain != nullptr);
-    um_proto_pool_put(nullptr, plain, 100);
+
+    // Carved from a region while it has room, then allocated; carved ones are
+    // kept past the bound (the region is never given back).
+    alignas(4096) static unsigned char region[3 * 4096];
+    ubermatch::protocol::BufferPool carving(12, 16, 0); // keeps no allocated buffer
+    carving.carve_from(region, sizeof region);
+    void *c1 = carving.get(4096);
+    void *c2 = carving.get(8000); // the 8 KiB class: the rest of the region
+    void *c3 = carving.get(4096); // no room left: allocated
+    CHECK(c1 == region);
+    CHECK(c2 == region + 4096);
+    CHECK((c3 < static_cast<void *>(region) || c3 >= static_cast<void *>(region + sizeof region)));
+    CHECK(carving.carved(c2));
+    CHECK_FALSE(carving.carved(c3));
+    carving.put(c3, 4096); // allocated, past the bound: freed
+    carving.put(c1, 4096); // carved: kept
+    carving.put(c2, 8000);
+    CHECK(carving.kept(4096) == 1);
+    CHECK(carving.kept(8192) == 1);
+    CHECK(carving.kept_bytes() == 0);
+    CHECK(carving.get(100) == c1);
+    CHECK(carving.get(8192) == c2);
 }

@@ -6,31 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Buffer classes: 2^12 (4 KiB) .. 2^26 (64 MiB) bytes; larger ones are plain
- * allocations (their faults are small beside their copy). */
-#define POOL_MIN_SHIFT 12
-#define POOL_MAX_SHIFT 26
-
 static struct {
-    opal_mutex_t lock;     /* the pool, with threads */
-    um_proto_pool_t *pool; /* NULL without memory: plain allocations */
     opal_convertor_t conv; /* the staging convertor: single-threaded sends only */
     unsigned char stage[PML_UM_PACK_NOW_MAX];
 } pack_state;
 
 void mca_pml_ubermatch_pack_init(void)
 {
-    OBJ_CONSTRUCT(&pack_state.lock, opal_mutex_t);
     OBJ_CONSTRUCT(&pack_state.conv, opal_convertor_t);
-    pack_state.pool = um_proto_pool_create(POOL_MIN_SHIFT, POOL_MAX_SHIFT, PML_UM_PACK_POOL_BYTES);
 }
 
 void mca_pml_ubermatch_pack_fini(void)
 {
-    um_proto_pool_destroy(pack_state.pool);
-    pack_state.pool = NULL;
     OBJ_DESTRUCT(&pack_state.conv);
-    OBJ_DESTRUCT(&pack_state.lock);
 }
 
 /* --- strided layouts: one element description, repeated --- */
@@ -138,22 +126,6 @@ int mca_pml_ubermatch_pack(opal_convertor_t *conv, const void *buf, size_t count
     rc = opal_convertor_pack(conv, &iov, &iov_count, &max);
     opal_convertor_cleanup(conv);
     return rc < 0 ? OMPI_ERROR : OMPI_SUCCESS;
-}
-
-void *mca_pml_ubermatch_pack_buffer(size_t size)
-{
-    void *buffer;
-    OPAL_THREAD_LOCK(&pack_state.lock);
-    buffer = um_proto_pool_get(pack_state.pool, size);
-    OPAL_THREAD_UNLOCK(&pack_state.lock);
-    return buffer;
-}
-
-void mca_pml_ubermatch_pack_buffer_return(void *buffer, size_t size)
-{
-    OPAL_THREAD_LOCK(&pack_state.lock);
-    um_proto_pool_put(pack_state.pool, buffer, size);
-    OPAL_THREAD_UNLOCK(&pack_state.lock);
 }
 
 bool mca_pml_ubermatch_send_packed_now(const void *buf, size_t count, ompi_datatype_t *datatype,

@@ -4,10 +4,11 @@
  *
  * A small message is packed into the module's staging buffer and sent inside
  * the call, as a contiguous one is: no request, no allocation. A larger one is
- * packed into a buffer from a pool of power-of-two sizes (the protocol core's
- * pool, um_proto_pool_*): memory that malloc hands back to the kernel at every
- * free comes back as fresh pages, and their faults cost a halo exchange more
- * than the copy does (64 KiB strided messages: half of the sender's time).
+ * packed into a buffer of the protocol core's (um_proto_send_buffer): pooled,
+ * since memory that malloc hands back to the kernel at every free comes back
+ * as fresh pages whose faults cost a halo exchange more than the copy does
+ * (64 KiB strided messages: half of the sender's time), and shared with the
+ * node's receivers, which unpack straight from it.
  */
 #ifndef PML_UBERMATCH_PACK_H
 #define PML_UBERMATCH_PACK_H
@@ -22,9 +23,6 @@ BEGIN_C_DECLS
  * buffer's size. Past it a request and a pooled buffer, which outlives the call
  * (from 12 KiB the ring's receiver pulls from it). */
 #define PML_UM_PACK_NOW_MAX 8192
-
-/* The pool keeps at most this many bytes of free buffers. */
-#define PML_UM_PACK_POOL_BYTES (64UL << 20)
 
 void mca_pml_ubermatch_pack_init(void);
 void mca_pml_ubermatch_pack_fini(void);
@@ -53,11 +51,6 @@ void mca_pml_ubermatch_strided_copy(const mca_pml_ubermatch_strided_t *s, void *
  * itself, any other with conv, which is left clean for its next use. */
 int mca_pml_ubermatch_pack(opal_convertor_t *conv, const void *buf, size_t count,
                            ompi_datatype_t *datatype, void *dest, size_t size);
-
-/* A buffer of at least size bytes, NULL when there is no memory; give it back
- * with the same size. */
-void *mca_pml_ubermatch_pack_buffer(size_t size);
-void mca_pml_ubermatch_pack_buffer_return(void *buffer, size_t size);
 
 /* A standard or ready send of size (<= PML_UM_PACK_NOW_MAX) packed bytes of a
  * non-contiguous buffer, packed and sent inside the call when the protocol can

@@ -91,8 +91,8 @@ static int request_cancel(ompi_request_t *ompi_req, int flag)
 static void release_packed(mca_pml_ubermatch_request_t *req)
 {
     if (NULL != req->packed) {
-        mca_pml_ubermatch_pack_buffer_return(
-            req->packed, mca_pml_ubermatch_packed_size(req->count, req->datatype));
+        um_proto_send_buffer_return(mca_pml_ubermatch.proto, req->packed,
+                                    mca_pml_ubermatch_packed_size(req->count, req->datatype));
         req->packed = NULL;
     }
 }
@@ -143,7 +143,7 @@ static int send_start(mca_pml_ubermatch_request_t *req)
         wire->packed = copy;
         data = copy;
     } else if (NULL == data && size > 0) {
-        req->packed = mca_pml_ubermatch_pack_buffer(size);
+        req->packed = um_proto_send_buffer(mca_pml_ubermatch.proto, size);
         if (NULL == req->packed) {
             return OMPI_ERR_OUT_OF_RESOURCE;
         }

@@ -7,10 +7,16 @@
 // than the copy (64 KiB strided sends: half of the sender's time). Free
 // buffers are linked through their first word, so put() never allocates. Not
 // thread-safe: each user holds its own lock around it.
+//
+// Buffers may be carved from a region given once (the packed sends' arena of
+// shared memory, shm::Arena): a class with none free carves its next buffer
+// there while the region has room, else allocates. Carved buffers are always
+// kept (the region is never given back), the bound applies to the others.
 #ifndef UBERMATCH_PROTOCOL_BUFFER_POOL_H
 #define UBERMATCH_PROTOCOL_BUFFER_POOL_H
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 
 namespace ubermatch::protocol {
@@ -28,10 +34,19 @@ public:
         for (Free *&head : free_) {
             while (head != nullptr) {
                 Free *next = head->next;
-                std::free(head);
+                if (!carved(head)) {
+                    std::free(head);
+                }
                 head = next;
             }
         }
+    }
+    // Buffers carved from [base, base + bytes) from now on, base aligned to
+    // the smallest class.
+    void carve_from(unsigned char *base, size_t bytes) noexcept {
+        region_ = base;
+        region_bytes_ = bytes;
+        carved_ = 0;
     }
     // At least length bytes, nullptr when there is no memory. Past the
     // largest class a plain allocation.
@@ -42,17 +57,27 @@ public:
         }
         Free *head = free_[c];
         if (head == nullptr) {
-            return std::malloc(size_t{1} << c);
+            const size_t size = size_t{1} << c;
+            if (region_bytes_ - carved_ >= size) {
+                void *p = region_ + carved_;
+                carved_ += size; // sizes are multiples of the smallest: still aligned
+                return p;
+            }
+            return std::malloc(size);
         }
         free_[c] = head->next;
         --count_[c];
-        kept_bytes_ -= size_t{1} << c;
+        if (!carved(head)) {
+            kept_bytes_ -= size_t{1} << c;
+        }
         return head;
     }
-    // p came from get(length): kept while the pool holds under max_kept bytes.
+    // p came from get(length): kept if carved, else while the pool holds
+    // under max_kept bytes of allocated ones.
     void put(void *p, size_t length) noexcept {
         const int c = class_of(length);
-        if (c < 0 || kept_bytes_ + (size_t{1} << c) > max_kept_) {
+        const bool ours = carved(p);
+        if (!ours && (c < 0 || kept_bytes_ + (size_t{1} << c) > max_kept_)) {
             std::free(p);
             return;
         }
@@ -60,9 +85,15 @@ public:
         f->next = free_[c];
         free_[c] = f;
         ++count_[c];
-        kept_bytes_ += size_t{1} << c;
+        if (!ours) {
+            kept_bytes_ += size_t{1} << c;
+        }
     }
-    // Buffers kept in length's class, and bytes kept in all (tests, stats).
+    bool carved(const void *p) const noexcept {
+        const uintptr_t b = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(region_);
+        return b < carved_; // wraps below the region
+    }
+    // Buffers kept in length's class, and bytes of allocated ones kept (tests).
     size_t kept(size_t length) const noexcept {
         const int c = class_of(length);
         return c < 0 ? 0 : count_[c];
@@ -86,6 +117,9 @@ private:
     const unsigned max_shift_;
     const size_t max_kept_;
     size_t kept_bytes_ = 0;
+    unsigned char *region_ = nullptr; // the region buffers are carved from
+    size_t region_bytes_ = 0;
+    size_t carved_ = 0; // of it, bytes carved
     Free *free_[kShifts] = {};
     size_t count_[kShifts] = {};
 };

@@ -1,5 +1,4 @@
 // The C interface of the protocol core. No exception crosses it.
-#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -7,7 +6,6 @@
 #include "ompi/mca/pml/ubermatch/protocol/topology.h"
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
 
-using ubermatch::protocol::BufferPool;
 using ubermatch::protocol::Comm;
 using ubermatch::protocol::Message;
 using ubermatch::protocol::Peer;
@@ -27,7 +25,6 @@ Protocol *cxx(um_proto_t *p) { return reinterpret_cast<Protocol *>(p); }
 const Protocol *cxx(const um_proto_t *p) { return reinterpret_cast<const Protocol *>(p); }
 Comm *cxx(um_proto_comm_t *c) { return reinterpret_cast<Comm *>(c); }
 Peer *cxx(um_proto_peer_t *p) { return reinterpret_cast<Peer *>(p); }
-BufferPool *cxx(um_proto_pool_t *p) { return reinterpret_cast<BufferPool *>(p); }
 
 const um_hint_t kNoHint{};
 
@@ -221,25 +218,11 @@ int um_proto_collective(um_proto_t *proto, um_proto_comm_t *comm, const um_hint_
     return cxx(proto)->collective(cxx(comm), *hint, begin != 0);
 }
 
-um_proto_pool_t *um_proto_pool_create(unsigned min_shift, unsigned max_shift, size_t max_kept) {
-    return reinterpret_cast<um_proto_pool_t *>(new (std::nothrow)
-                                                   BufferPool(min_shift, max_shift, max_kept));
-}
+void *um_proto_send_buffer(um_proto_t *proto, size_t length) { return cxx(proto)->send_buffer(length); }
 
-void um_proto_pool_destroy(um_proto_pool_t *pool) { delete cxx(pool); }
-
-void *um_proto_pool_get(um_proto_pool_t *pool, size_t length) {
-    return pool != nullptr ? cxx(pool)->get(length) : std::malloc(length);
-}
-
-void um_proto_pool_put(um_proto_pool_t *pool, void *buffer, size_t length) {
-    if (buffer == nullptr) {
-        return;
-    }
-    if (pool != nullptr) {
-        cxx(pool)->put(buffer, length);
-    } else {
-        std::free(buffer);
+void um_proto_send_buffer_return(um_proto_t *proto, void *buffer, size_t length) {
+    if (buffer != nullptr) {
+        cxx(proto)->send_buffer_return(buffer, length);
     }
 }
 

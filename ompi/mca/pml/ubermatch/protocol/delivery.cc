@@ -184,7 +184,8 @@ unsigned char *Protocol::pull_scratch() noexcept {
     return scratch.get();
 }
 
-// A pull: straight from the sender's buffer into a contiguous receive (as
+// A pull: from the sender's arena where it is mapped here (a packed send),
+// else straight from the sender's buffer into a contiguous receive (as
 // much as it takes: truncation reads no more), else in pieces through this
 // thread's pull scratch and the unpack callback: each piece is unpacked while
 // it is still in the cache, and the scratch's pages stay mapped (a fresh
@@ -195,7 +196,10 @@ void Protocol::deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept {
     const PullRef ref = PullRef::of(*msg);
     const size_t n = std::min(msg->length, recv->capacity);
     int status = UM_PROTO_OK;
-    if (recv->buffer != nullptr) {
+    if (const unsigned char *src = ref.ring->mapped(ref.address, n)) {
+        copy_out(recv, src, n); // from the sender's arena: no CMA, no scratch
+        __atomic_fetch_add(&shm_counts_.pulls_mapped, uint64_t{1}, __ATOMIC_RELAXED);
+    } else if (recv->buffer != nullptr) {
         if (!ref.ring->read(recv->buffer, ref.address, n)) {
             status = UM_PROTO_ERROR;
         }

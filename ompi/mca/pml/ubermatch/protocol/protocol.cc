@@ -53,6 +53,16 @@ void Protocol::start() {
                                  std::to_string(shm_limit_) + " bytes");
     }
 
+    if (shm_pull_) { // without it, packed sends' buffers are allocated and pulled by CMA
+        std::string err;
+        arena_.reset(new (std::nothrow) shm::Arena(kArenaBytes, err));
+        if (arena_ != nullptr && err.empty()) {
+            send_buffers_.carve_from(arena_->base(), arena_->bytes());
+        } else {
+            arena_.reset();
+        }
+    }
+
     // A negative rendezvous threshold is refused: UCX would read "-2" as its
     // own "auto" and "-1" as "inf" (its sentinels), a typo taken for a choice.
     if (!ucx_rndv_thresh_.empty() && ucx_rndv_thresh_[0] == '-') {

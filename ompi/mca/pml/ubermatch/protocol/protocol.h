@@ -224,6 +224,9 @@ constexpr size_t kPullMin = 12 * 1024;
 // A pull into a non-contiguous receive goes through scratch memory in pieces
 // of this size (fits the L2 beside the user's buffer).
 constexpr size_t kPullPiece = 256 * 1024;
+// The packed sends' arena of shared memory (shm::Arena): receivers on the node
+// unpack from it where they map it. Its pages are used as buffers are carved.
+constexpr size_t kArenaBytes = size_t{64} << 20;
 // A UCX rendezvous into a non-contiguous receive is unpacked as UCX receives it
 // up to this size: UCX then streams fragments through the sender's bounce
 // buffers, a copy more there than its single get into scratch memory, which is
@@ -399,6 +402,15 @@ public:
 
     int send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
              const void *data, size_t length, bool sync, SendOp *op, void *cookie);
+    // Buffers of packed sends (um_proto_send_buffer).
+    void *send_buffer(size_t length) noexcept {
+        Guard pool(pool_lock());
+        return send_buffers_.get(length);
+    }
+    void send_buffer_return(void *p, size_t length) noexcept {
+        Guard pool(pool_lock());
+        send_buffers_.put(p, length);
+    }
     // MPI_THREAD_MULTIPLE: numbers op and pushes it to the peer's ring if it can.
     bool push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data, size_t length, SendOp *op,
                      bool pull);
@@ -631,6 +643,11 @@ private:
     // Under pool_lock_: unexpected payloads' copies, 128 B - 64 KiB (the rings'
     // eager limit is below), 4 MiB kept.
     BufferPool payloads_{7, 16, size_t{4} << 20};
+    std::unique_ptr<shm::Arena> arena_; // made by start() where rings carry pulls
+    // Under pool_lock_: packed sends' buffers (send_buffer), 4 KiB - 64 MiB,
+    // carved from arena_ while it has room, then allocated (64 MiB kept).
+    // After arena_: gone before it.
+    BufferPool send_buffers_{12, 26, kArenaBytes};
     // Of inbound_, with more than kPollAllRings (poll_hot_rings; last here, so
     // that the members every message uses keep their places):
     std::vector<shm::Receiver *> hot_;  // polled on every round

@@ -120,6 +120,9 @@ bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length
     const int pending = op->pending;
     op->pending = 1;
     pulls_out_.fetch_add(1, std::memory_order_relaxed);
+    if (arena_ != nullptr && arena_->holds(data, length)) {
+        peer.ring->name_arena(*arena_);
+    }
     if (!peer.ring->push_pull(op->hdr, data, length, reinterpret_cast<uint64_t>(op))) {
         pulls_out_.fetch_sub(1, std::memory_order_relaxed);
         op->pending = pending;

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <string>
 
 namespace ubermatch::protocol::shm {
 
@@ -169,7 +170,69 @@ bool Receiver::read(void *dst, uint64_t address, size_t n) const {
     return pid_ != 0 && read_from(pid_, dst, address, n);
 }
 
+const unsigned char *Receiver::mapped(uint64_t address, size_t n) {
+    const unsigned char *a = arena_.load(std::memory_order_acquire);
+    if (a == nullptr) {
+        // One thread tries, once; the others read by CMA meanwhile.
+        if (pid_ == 0 || seg_->arena.bytes == 0 || arena_tried_.exchange(true, std::memory_order_acq_rel)) {
+            return nullptr;
+        }
+        const std::string path = "/proc/" + std::to_string(pid_) + "/fd/" + std::to_string(seg_->arena.fd);
+        const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        struct stat st {};
+        void *p = MAP_FAILED;
+        if (fd >= 0 && fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == seg_->arena.bytes) {
+            p = mmap(nullptr, seg_->arena.bytes, PROT_READ, MAP_SHARED, fd, 0);
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (p == MAP_FAILED) {
+            return nullptr;
+        }
+        arena_base_ = seg_->arena.base;
+        arena_bytes_ = seg_->arena.bytes;
+        a = static_cast<const unsigned char *>(p);
+        arena_.store(a, std::memory_order_release);
+    }
+    const uint64_t off = address - arena_base_; // wraps past the end below the base
+    return off < arena_bytes_ && n <= arena_bytes_ - off ? a + off : nullptr;
+}
+
+Arena::Arena(size_t bytes, std::string &err) {
+    err.clear();
+    fd_ = memfd_create("ubermatch-packed", MFD_CLOEXEC);
+    if (fd_ < 0) {
+        err = errno_text("memfd_create", "ubermatch-packed");
+        return;
+    }
+    void *p = MAP_FAILED;
+    if (ftruncate(fd_, static_cast<off_t>(bytes)) == 0) {
+        p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    }
+    if (p == MAP_FAILED) {
+        err = errno_text("ftruncate or mmap", "ubermatch-packed");
+        close(fd_);
+        fd_ = -1;
+        return;
+    }
+    base_ = static_cast<unsigned char *>(p);
+    bytes_ = bytes;
+}
+
+Arena::~Arena() {
+    if (base_ != nullptr) {
+        munmap(base_, bytes_);
+    }
+    if (fd_ >= 0) {
+        close(fd_);
+    }
+}
+
 Receiver::~Receiver() {
+    if (const unsigned char *a = arena_.load(std::memory_order_acquire)) {
+        munmap(const_cast<unsigned char *>(a), arena_bytes_);
+    }
     if (seg_ != nullptr) {
         munmap(seg_, bytes_);
     }

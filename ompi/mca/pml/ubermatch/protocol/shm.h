@@ -34,6 +34,11 @@
 // slots, which the sender polls while it has pulls out. UCX's rendezvous does
 // the same copy, but with a protocol round of its own around it (about 1 us
 // more at 64 KiB here: docs/message-path.md round 7).
+//
+// Packed non-contiguous sends come from the sender's arena (an Arena, shared
+// memory the sender names in each ring's segment): the receiver maps it once
+// and unpacks straight from it, with neither CMA's copy into a scratch piece
+// nor its page walk (the receiver is the bottleneck of such a stream).
 #ifndef UBERMATCH_PROTOCOL_SHM_H
 #define UBERMATCH_PROTOCOL_SHM_H
 
@@ -50,7 +55,7 @@
 namespace ubermatch::protocol::shm {
 
 constexpr size_t kCell = 64;
-constexpr uint64_t kMagic = 0x756265726d736833ull; // "ubermsh3": return slots after the tail
+constexpr uint64_t kMagic = 0x756265726d736834ull; // "ubermsh4": the arena's line after the tail
 constexpr uint32_t kPad = UINT32_MAX;               // RecordHeader::length of a pad record
 constexpr uint32_t kDefaultCells = 4096;            // 256 KiB per ring
 constexpr uint64_t kPublish = 32;                   // cells consumed between tail updates
@@ -64,6 +69,15 @@ struct Control {
 
 struct alignas(kCell) Tail {
     std::atomic<uint64_t> position; // cells the receiver has consumed
+};
+
+// The sender's arena, named in a ring's segment before the first pull from
+// it (the pull record's stamp publishes it): fd is the sender's descriptor of
+// it (/proc/PID/fd/FD), bytes 0 while unnamed.
+struct alignas(kCell) ArenaName {
+    uint64_t base; // its address in the sender
+    uint64_t bytes;
+    int32_t fd;
 };
 
 // A pull record's payload: the message's bytes at `address` in the sender.
@@ -102,11 +116,12 @@ static_assert(sizeof(RecordHeader) == 40, "an 8-byte message fits one cell");
 struct Segment {
     Control control;
     alignas(kCell) Tail tail;
+    ArenaName arena; // written by the sender
     alignas(kCell) std::atomic<uint64_t> returns[kReturns]; // written by the receiver
     unsigned char *cells() { return reinterpret_cast<unsigned char *>(this) + sizeof(Segment); }
     RecordHeader *at(size_t index) { return reinterpret_cast<RecordHeader *>(cells() + index * kCell); }
 };
-static_assert(sizeof(Segment) == 2 * kCell + kReturns * 8, "control, tail, return slots, then the cells");
+static_assert(sizeof(Segment) == 3 * kCell + kReturns * 8, "control, tail, arena, return slots, then the cells");
 static_assert(sizeof(RecordHeader) + sizeof(PullDescriptor) <= kCell, "a pull is one cell");
 
 inline size_t cells_for(size_t payload) {
@@ -128,6 +143,31 @@ constexpr size_t kEagerFloor = 8192;
 inline size_t eager_limit(uint32_t cells, size_t bound) {
     return std::min(bound, std::max(kEagerFloor, size_t{cells} * kCell / 16));
 }
+
+// Shared memory of this process's packed sends (memfd), reserved up front and
+// mapped by receivers on the same node. Its pages are touched as buffers are
+// carved from it (BufferPool) and never handed back to the system: the pool
+// keeps what it carved.
+class Arena {
+public:
+    // An arena of `bytes`; empty `err` on success.
+    Arena(size_t bytes, std::string &err);
+    ~Arena();
+    Arena(const Arena &) = delete;
+    Arena &operator=(const Arena &) = delete;
+    unsigned char *base() const { return base_; }
+    size_t bytes() const { return bytes_; }
+    int fd() const { return fd_; }
+    bool holds(const void *p, size_t n) const {
+        const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base_);
+        return a >= b && a - b <= bytes_ && n <= bytes_ - (a - b);
+    }
+
+private:
+    unsigned char *base_ = nullptr;
+    size_t bytes_ = 0;
+    int fd_ = -1;
+};
 
 // The sender's end. Not thread-safe: one writer at a time (under
 // MPI_THREAD_MULTIPLE the protocol pushes under the peer's ring lock).
@@ -190,6 +230,16 @@ public:
         return true;
     }
 
+    // Names the arena in the segment, once, before a pull from it.
+    void name_arena(const Arena &a) {
+        if (!arena_named_) {
+            seg_->arena.base = reinterpret_cast<uint64_t>(a.base());
+            seg_->arena.fd = a.fd();
+            seg_->arena.bytes = a.bytes();
+            arena_named_ = true;
+        }
+    }
+
     // A message the receiver reads from `data` (which stays valid until
     // reap() hands `sender` back); false when the ring or the return slots
     // are full, or `sender` cannot be handed back in a slot.
@@ -244,6 +294,7 @@ private:
     std::unique_ptr<uint64_t[]> payload_;
     std::string name_;
     bool linked_ = false;
+    bool arena_named_ = false;
     std::atomic<uint64_t> pulled_{0}; // pull records pushed
     std::atomic<uint64_t> reaped_{0}; // of those, handed back
 };
@@ -293,6 +344,11 @@ public:
     bool enable_pull(int32_t pid, uint64_t segment);
     // n bytes at `address` in the sender into dst; false on a failed read.
     bool read(void *dst, uint64_t address, size_t n) const;
+    // Where n bytes at `address` in the sender are in this process: in the
+    // sender's arena, mapped here at the first call that needs it; nullptr
+    // when they are not in it, or it cannot be mapped (then read()). Any
+    // thread; the ring's pull record for them is taken.
+    const unsigned char *mapped(uint64_t address, size_t n);
     // A pull is done with: its sender may reuse the buffer. Any thread.
     void give_back(uint64_t sender, bool ok) {
         const uint64_t n = returned_.fetch_add(1, std::memory_order_relaxed);
@@ -308,6 +364,10 @@ private:
     uint64_t published_ = 0; // cells given back to the sender
     int32_t pid_ = 0;        // the sender, once enable_pull succeeded
     std::atomic<uint64_t> returned_{0}; // pulls handed back
+    // The sender's arena mapped here (at arena_base_ there), once tried.
+    std::atomic<const unsigned char *> arena_{nullptr};
+    std::atomic<bool> arena_tried_{false};
+    uint64_t arena_base_ = 0, arena_bytes_ = 0;
 
 public:
     // Polls in a row that found this ring empty (Protocol::poll_hot_rings

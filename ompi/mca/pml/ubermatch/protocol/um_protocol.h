@@ -202,6 +202,7 @@ typedef struct um_proto_shm_count {
                          * with a ring under 16 times that, a 16th of it (8192 at least) */
     uint64_t pulls_sent; /* messages sent as pulls (shm_pull) */
     uint64_t pulls_read; /* messages this process read from their senders' memory */
+    uint64_t pulls_mapped; /* of those, read from the sender's arena mapped here (no CMA) */
     uint32_t rings_cold; /* of rings_in, those idle long enough to be polled only in turn */
 } um_proto_shm_counts_t;
 void um_proto_shm_stats(um_proto_t *proto, um_proto_shm_counts_t *counts);
@@ -242,18 +243,12 @@ int um_proto_msg_recv(um_proto_t *proto, um_proto_msg_t *msg, um_proto_recv_t *r
 int um_proto_collective(um_proto_t *proto, um_proto_comm_t *comm, const um_hint_t *hint,
                         int begin);
 
-/* A pool of buffers kept for reuse in classes of 2^min_shift .. 2^max_shift
- * bytes, at most max_kept bytes of free ones (the core's own pool of
- * unexpected payloads, lent to the glue for its packed sends). NULL without
- * memory; a NULL pool only allocates and frees. Not thread-safe: the caller
- * locks. */
-typedef struct um_proto_pool um_proto_pool_t;
-um_proto_pool_t *um_proto_pool_create(unsigned min_shift, unsigned max_shift, size_t max_kept);
-void um_proto_pool_destroy(um_proto_pool_t *pool);
-/* At least length bytes, NULL when there is no memory. */
-void *um_proto_pool_get(um_proto_pool_t *pool, size_t length);
-/* buffer (NULL: nothing) came from um_proto_pool_get(pool, length). */
-void um_proto_pool_put(um_proto_pool_t *pool, void *buffer, size_t length);
+/* A buffer of at least length bytes for packed data to send, valid until
+ * given back (with the same length); NULL without memory. Kept for reuse in
+ * power-of-two classes, and where rings carry pulls taken from shared memory
+ * that receivers on the node map and unpack from (no copy by CMA). */
+void *um_proto_send_buffer(um_proto_t *proto, size_t length);
+void um_proto_send_buffer_return(um_proto_t *proto, void *buffer, size_t length);
 
 #ifdef __cplusplus
 }
