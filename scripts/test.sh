@@ -72,8 +72,9 @@ for backend in $backends; do
         --mca pml ubermatch --mca pml_ubermatch_backend "$backend"
 done
 # Single-copy pulls (pml_ubermatch_shm_pull, on in every suite above): they carry
-# pingpong's messages from 12 KiB (verbose 1 counts them); off, the same tests
-# take UCX's rendezvous within the node.
+# pingpong's messages from 12 KiB (verbose 1 counts them), and derived datatypes'
+# from the sender's shared memory; off, the same tests take UCX's rendezvous
+# within the node.
 pulls() {
     local out rc=0
     out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_verbose 1 build/test/mpi/pingpong 2>&1)
@@ -82,8 +83,16 @@ pulls() {
         { echo "FAIL no message went as a single-copy pull"; echo "$out" | tail -5; rc=1; }
     out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_verbose 1 --mca pml_ubermatch_shm_pull 0 \
         build/test/mpi/pingpong 2>&1)
-    grep -q 'rank 1: shared-memory rings: .*; 0 sent and 0 received as single-copy pulls (pml_ubermatch_shm_pull 0)' <<<"$out" ||
+    grep -qE 'rank 1: shared-memory rings: .*; 0 sent and 0 received as single-copy pulls \(.*pml_ubermatch_shm_pull 0\)' <<<"$out" ||
         { echo "FAIL pml_ubermatch_shm_pull 0 still pulled"; echo "$out" | tail -5; rc=1; }
+    # Derived datatypes: packed into the arena, strided ones while their record
+    # is out, and the receiver unpacks from its mapping of it.
+    out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_verbose 1 build/test/mpi/datatypes 2>&1)
+    grep -qE 'rank 0: shared-memory rings: .*single-copy pulls \([1-9][0-9]* sent while packed' <<<"$out" &&
+        grep -qE 'rank 1: shared-memory rings: .*, [1-9][0-9]* received from the sender.s shared memory' <<<"$out" &&
+        grep -q "PASS datatypes" <<<"$out" ||
+        { echo "FAIL datatypes' pulls were not packed while out or not read from the sender's shared memory"
+          echo "$out" | tail -5; rc=1; }
     MPI_TESTS_ONLY="pingpong datatypes truncation probe ssend persistent alloc_faults" \
         test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_shm_pull 0 || rc=1
     return $rc

@@ -233,6 +233,26 @@ inline um_proto_shm_counts_t shm_of(um_proto_t *p) {
     return c;
 }
 
+// One small message, received, so that a's ring to b is up (and a knows
+// whether b may read its memory).
+inline void ring_up(Pair &p, um_proto_comm_t *ca, um_proto_comm_t *cb) {
+    const auto m = pattern(8, 1);
+    std::vector<unsigned char> buf(8);
+    Op s, r;
+    REQUIRE(p.post(cb, 0, 0, buf.data(), buf.size(), r) == UM_PROTO_OK);
+    REQUIRE(p.send(ca, 0, m.data(), m.size(), s) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.a).rings_out == 1; }));
+}
+
+// Two cores that pull (pair.h), communicator cid on both, a's ring to b up.
+struct PullPair : Pair {
+    explicit PullPair(uint32_t cid) : Pair(0, 1024, false, 0, true), ca(comm(a, cid)), cb(comm(b, cid)) {
+        ring_up(*this, ca, cb);
+    }
+    um_proto_comm_t *ca;
+    um_proto_comm_t *cb;
+};
+
 } // namespace prototest
 
 #endif

@@ -294,30 +294,6 @@ TEST_CASE("protocol: shm_eager_limit beyond what a ring carries is refused at cr
 }
 
 
-namespace {
-
-// One small message, received, so that a's ring to b is up (and a knows
-// whether b may read its memory).
-void ring_up(Pair &p, um_proto_comm_t *ca, um_proto_comm_t *cb) {
-    const auto m = pattern(8, 1);
-    std::vector<unsigned char> buf(8);
-    Op s, r;
-    REQUIRE(p.post(cb, 0, 0, buf.data(), buf.size(), r) == UM_PROTO_OK);
-    REQUIRE(p.send(ca, 0, m.data(), m.size(), s) == UM_PROTO_OK);
-    REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.a).rings_out == 1; }));
-}
-
-// Two cores that pull (pair.h), communicator cid on both, a's ring to b up.
-struct PullPair : Pair {
-    explicit PullPair(uint32_t cid) : Pair(0, 1024, false, 0, true), ca(comm(a, cid)), cb(comm(b, cid)) {
-        ring_up(*this, ca, cb);
-    }
-    um_proto_comm_t *ca;
-    um_proto_comm_t *cb;
-};
-
-} // namespace
-
 // Past the ring's limit (1024 here), with the ring up, b reads a's buffer itself
 // once a receive matches (the two cores are one process here: CMA on itself is
 // allowed).
@@ -405,65 +381,6 @@ TEST_CASE("protocol: single-copy pulls: unexpected, posted, probed, truncated, u
     }
     CHECK(shm_of(p.a).pulls_sent == 6);
     CHECK(shm_of(p.b).pulls_read == 6);
-}
-
-// Packed sends' buffers come from the sender's arena of shared memory: the
-// receiver maps it once and copies or unpacks straight from it (one piece,
-// no CMA); other buffers are still read by CMA.
-TEST_CASE("protocol: pulls of send buffers are unpacked from the sender's mapped arena", "[protocol][shm][pull]") {
-    PullPair p(17);
-    um_proto_comm_t *const ca = p.ca, *const cb = p.cb;
-    const size_t n = 600000;
-    const auto m = pattern(n, 17);
-    auto *packed = static_cast<unsigned char *>(um_proto_send_buffer(p.a, n));
-    REQUIRE(packed != nullptr);
-    std::memcpy(packed, m.data(), n);
-    {
-        INFO("into a contiguous receive");
-        Op s, r;
-        std::vector<unsigned char> buf(n);
-        REQUIRE(p.send(ca, 1, packed, n, s) == UM_PROTO_OK);
-        REQUIRE(p.post(cb, 0, 1, buf.data(), n, r) == UM_PROTO_OK);
-        REQUIRE(p.until([&] { return r.done && s.done; }));
-        CHECK(r.status == UM_PROTO_OK);
-        CHECK(buf == m);
-        CHECK(shm_of(p.b).pulls_mapped == 1);
-    }
-    {
-        INFO("through the unpack callback: the whole message in one piece");
-        Op s, r;
-        REQUIRE(p.post(cb, 0, 2, nullptr, n, r) == UM_PROTO_OK);
-        REQUIRE(p.send(ca, 2, packed, n, s) == UM_PROTO_OK);
-        REQUIRE(p.until([&] { return r.done && s.done; }));
-        CHECK(r.unpacked == m);
-        CHECK(r.unpack_pieces == 1);
-        CHECK(shm_of(p.b).pulls_mapped == 2);
-    }
-    {
-        INFO("truncated: no byte past the receive's capacity");
-        Op s, r;
-        std::vector<unsigned char> small(1016, 0xEE);
-        REQUIRE(p.post(cb, 0, 3, small.data(), 1000, r) == UM_PROTO_OK);
-        REQUIRE(p.send(ca, 3, packed, n, s) == UM_PROTO_OK);
-        REQUIRE(p.until([&] { return r.done && s.done; }));
-        CHECK(r.status == UM_PROTO_TRUNCATED);
-        CHECK(std::memcmp(small.data(), m.data(), 1000) == 0);
-        CHECK(std::count(small.begin() + 1000, small.end(), 0xEE) == 16);
-    }
-    {
-        INFO("a buffer outside the arena: read by CMA");
-        Op s, r;
-        std::vector<unsigned char> buf(n);
-        REQUIRE(p.send(ca, 4, m.data(), n, s) == UM_PROTO_OK);
-        REQUIRE(p.post(cb, 0, 4, buf.data(), n, r) == UM_PROTO_OK);
-        REQUIRE(p.until([&] { return r.done && s.done; }));
-        CHECK(buf == m);
-        CHECK(shm_of(p.b).pulls_mapped == 3);
-        CHECK(shm_of(p.b).pulls_read == 4);
-    }
-    um_proto_send_buffer_return(p.a, packed, n);
-    CHECK(um_proto_send_buffer(p.a, n) == packed); // kept for the next send
-    um_proto_send_buffer_return(p.a, packed, n);
 }
 
 // A sender has at most kReturns pulls out per ring: the next ones go by UCX

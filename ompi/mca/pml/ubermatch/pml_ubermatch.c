@@ -366,14 +366,14 @@ int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs)
         PML_UM_VERBOSE(1, "rank %u: shared-memory rings: %llu messages sent through %u, %llu "
                           "received through %u of %llu KiB in all (messages up to %zu bytes; "
                           "pml_ubermatch_shm_eager_limit %zu); %llu sent and %llu received as "
-                          "single-copy pulls (%llu of them unpacked from the sender's shared memory; "
-                          "pml_ubermatch_shm_pull %d)",
+                          "single-copy pulls (%llu sent while packed, %llu received from the sender's "
+                          "shared memory; pml_ubermatch_shm_pull %d)",
                        (unsigned) OMPI_PROC_MY_NAME->vpid, (unsigned long long) c.sent,
                        (unsigned) c.rings_out, (unsigned long long) c.received,
                        (unsigned) c.rings_in, (unsigned long long) (c.ring_bytes_in >> 10),
                        c.eager_limit, mca_pml_ubermatch.config.shm_eager_limit,
                        (unsigned long long) c.pulls_sent, (unsigned long long) c.pulls_read,
-                       (unsigned long long) c.pulls_mapped, (int) mca_pml_ubermatch.config.shm_pull);
+                       (unsigned long long) c.pulls_streamed, (unsigned long long) c.pulls_mapped, (int) mca_pml_ubermatch.config.shm_pull);
     }
     um_proto_disconnect(mca_pml_ubermatch.proto, peers, nprocs);
     free(peers);

@@ -108,6 +108,12 @@ void mca_pml_ubermatch_strided_copy(const mca_pml_ubermatch_strided_t *s, void *
     }
 }
 
+void mca_pml_ubermatch_gather(void *gather, size_t offset, void *dest, size_t length)
+{
+    const mca_pml_ubermatch_gather_t *g = gather;
+    mca_pml_ubermatch_strided_copy(&g->layout, (void *) g->buf, dest, offset, length, true);
+}
+
 int mca_pml_ubermatch_pack(opal_convertor_t *conv, const void *buf, size_t count,
                            ompi_datatype_t *datatype, void *dest, size_t size)
 {

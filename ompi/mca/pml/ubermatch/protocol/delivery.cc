@@ -67,15 +67,39 @@ void Protocol::ack_sent_cb(void *request, ucs_status_t, void *user_data) {
     ucp_request_free(request);
 }
 
-void Protocol::copy_out(um_proto_recv_t *recv, const void *data, size_t n) {
+void Protocol::copy_out(um_proto_recv_t *recv, const void *data, size_t n, size_t offset) {
     if (n == 0) {
         return;
     }
     if (UM_LIKELY(recv->buffer != nullptr)) {
-        copy_payload(recv->buffer, data, n);
+        copy_payload(static_cast<unsigned char *>(recv->buffer) + offset, data, n);
     } else {
-        cb_.recv_unpack(recv->cookie, 0, data, n);
+        cb_.recv_unpack(recv->cookie, offset, data, n);
     }
+}
+
+// n bytes of the pull at `address`, mapped at src, as its sender packs them:
+// what is packed is unpacked while the sender packs the rest (all at once if
+// it is done). A sender that died while packing fails the receive.
+int Protocol::copy_packing(um_proto_recv_t *recv, shm::Receiver &ring, uint64_t address,
+                           const unsigned char *src, size_t n) noexcept {
+    size_t done = 0;
+    for (unsigned waits = 0; done < n;) {
+        const size_t ready = ring.packed_of(address, n);
+        if (ready > done) {
+            copy_out(recv, src + done, ready - done, done);
+            done = ready;
+            waits = 0;
+        } else if (++waits % 1024 == 0) {
+            if (!ring.sender_alive()) {
+                return UM_PROTO_ERROR;
+            }
+            std::this_thread::yield(); // an oversubscribed node: let the sender run
+        } else {
+            SpinLock::relax();
+        }
+    }
+    return UM_PROTO_OK;
 }
 
 void Protocol::finish_recv(um_proto_recv_t *recv, int32_t source, int32_t tag, size_t length,
@@ -197,7 +221,8 @@ void Protocol::deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept {
     const size_t n = std::min(msg->length, recv->capacity);
     int status = UM_PROTO_OK;
     if (const unsigned char *src = ref.ring->mapped(ref.address, n)) {
-        copy_out(recv, src, n); // from the sender's arena: no CMA, no scratch
+        // From the sender's arena: no CMA, no scratch.
+        status = copy_packing(recv, *ref.ring, ref.address, src, n);
         __atomic_fetch_add(&shm_counts_.pulls_mapped, uint64_t{1}, __ATOMIC_RELAXED);
     } else if (recv->buffer != nullptr) {
         if (!ref.ring->read(recv->buffer, ref.address, n)) {

@@ -117,8 +117,7 @@ public:
         }
     }
     void unlock() noexcept { held_.store(false, std::memory_order_release); }
-
-private:
+    // A pause in a spin (also of waits that are not for a lock).
     static void relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -126,6 +125,8 @@ private:
         __asm__ __volatile__("yield");
 #endif
     }
+
+private:
     std::atomic<bool> held_{false};
 };
 
@@ -224,6 +225,17 @@ constexpr size_t kPullMin = 12 * 1024;
 // A pull into a non-contiguous receive goes through scratch memory in pieces
 // of this size (fits the L2 beside the user's buffer).
 constexpr size_t kPullPiece = 256 * 1024;
+// A packed send streamed to its receiver is packed in pieces of this size,
+// each published as it is done (Sender::packed): the receiver unpacks one
+// while the sender packs the next.
+constexpr size_t kPackPiece = 32 * 1024;
+
+// The glue's packing of a send (um_proto_pack_fn and its argument).
+struct Packer {
+    um_proto_pack_fn fn;
+    void *arg;
+    void all(void *dest, size_t length) const { fn(arg, 0, dest, length); }
+};
 // The packed sends' arena of shared memory (shm::Arena): receivers on the node
 // unpack from it where they map it. Its pages are used as buffers are carved.
 constexpr size_t kArenaBytes = size_t{64} << 20;
@@ -400,8 +412,11 @@ public:
     }
     um_proto_faults_t faults();
 
+    // packer: data (a send buffer) is packed by it, in order; where it goes
+    // as a pull from the arena the record goes first (send.cc).
     int send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
-             const void *data, size_t length, bool sync, SendOp *op, void *cookie);
+             const void *data, size_t length, bool sync, SendOp *op, void *cookie,
+             const Packer *packer = nullptr);
     // Buffers of packed sends (um_proto_send_buffer).
     void *send_buffer(size_t length) noexcept {
         Guard pool(pool_lock());
@@ -475,7 +490,7 @@ private:
     int poll_ring(shm::Receiver *in) noexcept;
     bool ring_arrival(const shm::RecordHeader &r, const void *payload, shm::Receiver *ring) noexcept;
     // send.cc: a message the receiver reads from our memory; false: not now.
-    bool push_pull(Peer &peer, SendOp *op, const void *data, size_t length);
+    bool push_pull(Peer &peer, SendOp *op, const void *data, size_t length, const Packer *packer);
     int reap_pulls() noexcept; // pulls the receivers have finished
     // A ring whose receiver pulls from now on; false: no memory to watch it
     // (then the peer does without pulls). From progress: with threads inside its
@@ -525,7 +540,9 @@ private:
     void deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept;
     void deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept;
     static unsigned char *pull_scratch() noexcept;
-    void copy_out(um_proto_recv_t *recv, const void *data, size_t n);
+    void copy_out(um_proto_recv_t *recv, const void *data, size_t n, size_t offset = 0);
+    int copy_packing(um_proto_recv_t *recv, shm::Receiver &ring, uint64_t address, const unsigned char *src,
+                     size_t n) noexcept;
     void finish_recv(um_proto_recv_t *recv, int32_t source, int32_t tag, size_t length, int status);
     void finish_and_free(um_proto_recv_t *recv, Message *msg, int status);
     void acknowledge(const Message &msg) noexcept;

@@ -8,9 +8,17 @@
 namespace ubermatch::protocol {
 
 int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
-                   const void *data, size_t length, bool sync, SendOp *op, void *cookie) {
+                   const void *data, size_t length, bool sync, SendOp *op, void *cookie,
+                   const Packer *packer) {
     if (dst < 0 || dst >= comm->remote_size) {
         return UM_PROTO_ERROR;
+    }
+    // Packing streams only into a pull from the arena, by one thread (the
+    // ring's packing slot has one writer); anything else is packed whole now.
+    if (packer != nullptr && (thread_multiple_ || !shm_pull_ || !pull_size(length) || !peer->pull ||
+                              arena_ == nullptr || !arena_->holds(data, length))) {
+        packer->all(const_cast<void *>(data), length);
+        packer = nullptr;
     }
     op->owner = this;
     op->cookie = cookie;
@@ -41,7 +49,7 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     } else if (pull) {
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         op->hdr.seq = seq;
-        if (peer->pull && push_pull(*peer, op, data, length)) {
+        if (peer->pull && push_pull(*peer, op, data, length, packer)) {
             ++seq;
             return UM_PROTO_OK;
         }
@@ -91,7 +99,7 @@ bool Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         op->hdr.seq = __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED);
         if (pull && peer->pull) {
-            if (push_pull(*peer, op, data, length)) {
+            if (push_pull(*peer, op, data, length, nullptr)) {
                 return true;
             }
         } else if (length <= shm_limit_ && !(op->hdr.flags & kFlagSync) && peer->ring != nullptr &&
@@ -116,19 +124,42 @@ bool Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data
 // through the ring's return slots (reap_pulls), which is all that completes
 // it, synchronous or not: it was matched. With threads the hand-back may be
 // reaped as soon as the record is out, so op and the count are set first.
-bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length) {
+//
+// With a packer (data in the arena) the record goes before the data: the
+// receiver, once matched, unpacks each piece as the ring's packing slot
+// says it is there, while this call packs the next (docs/message-path.md
+// round 13). Whatever happens, data is whole when this returns.
+bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length, const Packer *packer) {
     const int pending = op->pending;
     op->pending = 1;
     pulls_out_.fetch_add(1, std::memory_order_relaxed);
+    const auto address = reinterpret_cast<uint64_t>(data);
     if (arena_ != nullptr && arena_->holds(data, length)) {
         peer.ring->name_arena(*arena_);
+    }
+    if (packer != nullptr) {
+        peer.ring->begin_packing(address);
     }
     if (!peer.ring->push_pull(op->hdr, data, length, reinterpret_cast<uint64_t>(op))) {
         pulls_out_.fetch_sub(1, std::memory_order_relaxed);
         op->pending = pending;
+        if (packer != nullptr) {
+            peer.ring->end_packing();
+            packer->all(const_cast<void *>(data), length);
+        }
         return false; // the ring or its return slots are full: UCX's rendezvous
     }
     __atomic_fetch_add(&shm_counts_.pulls_sent, uint64_t{1}, __ATOMIC_RELAXED);
+    if (packer != nullptr) {
+        auto *dest = static_cast<unsigned char *>(const_cast<void *>(data));
+        for (size_t off = 0; off < length; off += kPackPiece) {
+            const size_t piece = std::min(kPackPiece, length - off);
+            packer->fn(packer->arg, off, dest + off, piece);
+            peer.ring->packed(off + piece);
+        }
+        peer.ring->end_packing();
+        ++shm_counts_.pulls_streamed;
+    }
     return true;
 }
 

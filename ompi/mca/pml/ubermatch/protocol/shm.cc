@@ -2,6 +2,7 @@
 #include "ompi/mca/pml/ubermatch/protocol/shm.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -197,6 +198,10 @@ const unsigned char *Receiver::mapped(uint64_t address, size_t n) {
     }
     const uint64_t off = address - arena_base_; // wraps past the end below the base
     return off < arena_bytes_ && n <= arena_bytes_ - off ? a + off : nullptr;
+}
+
+bool Receiver::sender_alive() const {
+    return pid_ != 0 && (kill(pid_, 0) == 0 || errno == EPERM);
 }
 
 Arena::Arena(size_t bytes, std::string &err) {

@@ -78,6 +78,12 @@ struct alignas(kCell) ArenaName {
     uint64_t base; // its address in the sender
     uint64_t bytes;
     int32_t fd;
+    // A pull whose record went out before its data was packed (a single-
+    // threaded sender packs one at a time): its address in the sender, and
+    // the bytes packed so far; packing is 0 once done. Any other pull is
+    // whole when its record arrives.
+    std::atomic<uint64_t> packing;
+    std::atomic<uint64_t> packed;
 };
 
 // A pull record's payload: the message's bytes at `address` in the sender.
@@ -240,6 +246,15 @@ public:
         }
     }
 
+    // The pull of `address` is packed while its record is out: begin before
+    // the push, packed() after each piece, end once all is there.
+    void begin_packing(uint64_t address) {
+        seg_->arena.packed.store(0, std::memory_order_relaxed);
+        seg_->arena.packing.store(address, std::memory_order_release); // orders the 0 before it
+    }
+    void packed(uint64_t bytes) { seg_->arena.packed.store(bytes, std::memory_order_release); }
+    void end_packing() { seg_->arena.packing.store(0, std::memory_order_release); }
+
     // A message the receiver reads from `data` (which stays valid until
     // reap() hands `sender` back); false when the ring or the return slots
     // are full, or `sender` cannot be handed back in a slot.
@@ -349,6 +364,18 @@ public:
     // when they are not in it, or it cannot be mapped (then read()). Any
     // thread; the ring's pull record for them is taken.
     const unsigned char *mapped(uint64_t address, size_t n);
+    // Of the first n bytes of the pull at `address` (its record taken), those
+    // packed: n unless its sender is still packing it. A value read while
+    // the sender has gone on to a later pull is that pull's, and this one is
+    // then whole anyway.
+    size_t packed_of(uint64_t address, size_t n) const {
+        if (seg_->arena.packing.load(std::memory_order_acquire) != address) {
+            return n;
+        }
+        return static_cast<size_t>(std::min<uint64_t>(n, seg_->arena.packed.load(std::memory_order_acquire)));
+    }
+    // Whether the sender still runs (a pull it packs would never end).
+    bool sender_alive() const;
     // A pull is done with: its sender may reuse the buffer. Any thread.
     void give_back(uint64_t sender, bool ok) {
         const uint64_t n = returned_.fetch_add(1, std::memory_order_relaxed);

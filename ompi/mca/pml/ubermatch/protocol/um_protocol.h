@@ -203,6 +203,7 @@ typedef struct um_proto_shm_count {
     uint64_t pulls_sent; /* messages sent as pulls (shm_pull) */
     uint64_t pulls_read; /* messages this process read from their senders' memory */
     uint64_t pulls_mapped; /* of those, read from the sender's arena mapped here (no CMA) */
+    uint64_t pulls_streamed; /* pulls sent whose record went before their data was packed */
     uint32_t rings_cold; /* of rings_in, those idle long enough to be polled only in turn */
 } um_proto_shm_counts_t;
 void um_proto_shm_stats(um_proto_t *proto, um_proto_shm_counts_t *counts);
@@ -215,6 +216,18 @@ const char *um_proto_backend(const um_proto_t *proto);
 int um_proto_send(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer, int32_t dst,
                   int32_t tag, const um_hint_t *hint, const void *data, size_t length, int sync,
                   um_proto_send_op_t *op, void *cookie);
+
+/* Writes length bytes of a send's packed data, from offset on, into dest. */
+typedef void (*um_proto_pack_fn)(void *arg, size_t offset, void *dest, size_t length);
+
+/* um_proto_send of length bytes that pack(pack_arg, ...) writes into buffer
+ * (from um_proto_send_buffer), in order, before the call returns. Where the
+ * send goes as a pull from this process's shared memory (single-threaded),
+ * its record goes out first and the receiver unpacks each piece once it is
+ * packed: packing and unpacking overlap. Elsewhere all is packed first. */
+int um_proto_send_packing(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer, int32_t dst,
+                          int32_t tag, const um_hint_t *hint, void *buffer, size_t length, int sync,
+                          um_proto_send_op_t *op, void *cookie, um_proto_pack_fn pack, void *pack_arg);
 
 /* A standard-mode send that UCX can complete inside the call (a short
  * message): returns 1 when it went out and needs no state kept, 0 when it did

@@ -1,0 +1,178 @@
+// The packed sends' arena (protocol/shm.h, Arena): buffers from
+// um_proto_send_buffer are unpacked by the receiver straight from its mapping
+// of the sender's shared memory, and a send packed by the protocol goes as a
+// pull whose record leaves before its data, unpacked piece by piece.
+#include "test/protocol/pair.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <utility>
+#include <vector>
+
+using namespace prototest;
+
+// Packed sends' buffers come from the sender's arena of shared memory: the
+// receiver maps it once and copies or unpacks straight from it (one piece,
+// no CMA); other buffers are still read by CMA.
+TEST_CASE("protocol: pulls of send buffers are unpacked from the sender's mapped arena", "[protocol][shm][pull]") {
+    PullPair p(17);
+    um_proto_comm_t *const ca = p.ca, *const cb = p.cb;
+    const size_t n = 600000;
+    const auto m = pattern(n, 17);
+    auto *packed = static_cast<unsigned char *>(um_proto_send_buffer(p.a, n));
+    REQUIRE(packed != nullptr);
+    std::memcpy(packed, m.data(), n);
+    {
+        INFO("into a contiguous receive");
+        Op s, r;
+        std::vector<unsigned char> buf(n);
+        REQUIRE(p.send(ca, 1, packed, n, s) == UM_PROTO_OK);
+        REQUIRE(p.post(cb, 0, 1, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.status == UM_PROTO_OK);
+        CHECK(buf == m);
+        CHECK(shm_of(p.b).pulls_mapped == 1);
+    }
+    {
+        INFO("through the unpack callback: the whole message in one piece");
+        Op s, r;
+        REQUIRE(p.post(cb, 0, 2, nullptr, n, r) == UM_PROTO_OK);
+        REQUIRE(p.send(ca, 2, packed, n, s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.unpacked == m);
+        CHECK(r.unpack_pieces == 1);
+        CHECK(shm_of(p.b).pulls_mapped == 2);
+    }
+    {
+        INFO("truncated: no byte past the receive's capacity");
+        Op s, r;
+        std::vector<unsigned char> small(1016, 0xEE);
+        REQUIRE(p.post(cb, 0, 3, small.data(), 1000, r) == UM_PROTO_OK);
+        REQUIRE(p.send(ca, 3, packed, n, s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.status == UM_PROTO_TRUNCATED);
+        CHECK(std::memcmp(small.data(), m.data(), 1000) == 0);
+        CHECK(std::count(small.begin() + 1000, small.end(), 0xEE) == 16);
+    }
+    {
+        INFO("a buffer outside the arena: read by CMA");
+        Op s, r;
+        std::vector<unsigned char> buf(n);
+        REQUIRE(p.send(ca, 4, m.data(), n, s) == UM_PROTO_OK);
+        REQUIRE(p.post(cb, 0, 4, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(buf == m);
+        CHECK(shm_of(p.b).pulls_mapped == 3);
+        CHECK(shm_of(p.b).pulls_read == 4);
+    }
+    um_proto_send_buffer_return(p.a, packed, n);
+    CHECK(um_proto_send_buffer(p.a, n) == packed); // kept for the next send
+    um_proto_send_buffer_return(p.a, packed, n);
+}
+
+namespace {
+
+// A glue's packing as um_proto_send_packing calls it: copies from `src`, logs
+// each call, and whether the pull's record was out before the first piece.
+struct Packing {
+    const unsigned char *src = nullptr;
+    um_proto_t *sender = nullptr;
+    uint64_t pulls_before = 0;
+    std::chrono::milliseconds nap{0}; // per piece: a slow sender
+    std::vector<std::pair<size_t, size_t>> calls;
+    bool record_first = false;
+    static void pack(void *arg, size_t offset, void *dest, size_t length) {
+        auto *p = static_cast<Packing *>(arg);
+        if (p->calls.empty()) {
+            p->record_first = shm_of(p->sender).pulls_sent == p->pulls_before + 1;
+        }
+        p->calls.emplace_back(offset, length);
+        std::this_thread::sleep_for(p->nap);
+        std::memcpy(dest, p->src + offset, length);
+    }
+};
+
+int send_packing(PullPair &p, int32_t tag, void *buffer, size_t n, Packing &pk, Op &op) {
+    const um_hint_t hint{};
+    pk.sender = p.a;
+    pk.pulls_before = shm_of(p.a).pulls_sent;
+    return um_proto_send_packing(p.a, p.ca, p.a_to_b, 1, tag, &hint, buffer, n, 0, &op.send, &op, Packing::pack,
+                                 &pk);
+}
+
+} // namespace
+
+// A packed send into the arena goes as a pull whose record leaves before the
+// data is packed: the receiver unpacks each piece once the sender says it is
+// there, while the sender packs the next.
+TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks", "[protocol][shm][pull]") {
+    PullPair p(19);
+    const size_t n = 300000; // 10 pieces of 32 KiB
+    const auto m = pattern(n, 19);
+    auto *buffer = static_cast<unsigned char *>(um_proto_send_buffer(p.a, n));
+    REQUIRE(buffer != nullptr);
+    {
+        INFO("the record first, then the pieces in order");
+        Packing pk;
+        pk.src = m.data();
+        Op s, r;
+        std::vector<unsigned char> buf(n);
+        REQUIRE(send_packing(p, 1, buffer, n, pk, s) == UM_PROTO_OK);
+        CHECK(pk.record_first);
+        REQUIRE(pk.calls.size() == 10);
+        for (size_t i = 0; i < pk.calls.size(); ++i) {
+            CHECK(pk.calls[i].first == i * 32768);
+        }
+        CHECK(shm_of(p.a).pulls_streamed == 1);
+        REQUIRE(p.post(p.cb, 0, 1, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(buf == m);
+    }
+    {
+        INFO("a slow sender: the receiver, matched, unpacks the pieces as they come");
+        Packing pk;
+        pk.src = m.data();
+        pk.nap = std::chrono::milliseconds(3);
+        Op s, r;
+        REQUIRE(p.post(p.cb, 0, 2, nullptr, n, r) == UM_PROTO_OK);
+        std::atomic<bool> sent{false};
+        int rc = UM_PROTO_ERROR;
+        std::thread sender([&] {
+            rc = send_packing(p, 2, buffer, n, pk, s);
+            sent.store(true, std::memory_order_release);
+        });
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!r.done && std::chrono::steady_clock::now() < end) {
+            um_proto_progress(p.b); // a alone is inside the send, on its own thread
+        }
+        sender.join();
+        REQUIRE(rc == UM_PROTO_OK);
+        REQUIRE(r.done);
+        CHECK(r.status == UM_PROTO_OK);
+        CHECK(r.unpacked == m);
+        CHECK(r.unpack_pieces > 2); // whole when packed first: one piece
+        CHECK_FALSE(r.unpack_out_of_order);
+        REQUIRE(p.until([&] { return s.done; }));
+    }
+    {
+        INFO("a buffer outside the arena: packed whole, then sent");
+        std::vector<unsigned char> plain(n);
+        Packing pk;
+        pk.src = m.data();
+        Op s, r;
+        std::vector<unsigned char> buf(n);
+        const uint64_t streamed = shm_of(p.a).pulls_streamed;
+        REQUIRE(send_packing(p, 3, plain.data(), n, pk, s) == UM_PROTO_OK);
+        CHECK_FALSE(pk.record_first);
+        REQUIRE(pk.calls.size() == 1);
+        CHECK(pk.calls[0] == std::make_pair(size_t{0}, n));
+        CHECK(shm_of(p.a).pulls_streamed == streamed);
+        REQUIRE(p.post(p.cb, 0, 3, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(buf == m);
+    }
+    um_proto_send_buffer_return(p.a, buffer, n);
+}
