@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -175,4 +176,17 @@ TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks"
         CHECK(buf == m);
     }
     um_proto_send_buffer_return(p.a, buffer, n);
+}
+
+// What the pool releases of the arena goes back to the system: its pages read
+// as zeros after, and the arena's other bytes are untouched.
+TEST_CASE("protocol: the arena's released pages go back to the system", "[protocol][shm]") {
+    std::string err;
+    ubermatch::protocol::shm::Arena arena(1 << 20, err);
+    REQUIRE(err.empty());
+    std::memset(arena.base(), 0x5a, 1 << 20);
+    ubermatch::protocol::shm::Arena::release(&arena, arena.base() + 65536, 65536);
+    CHECK(std::count(arena.base() + 65536, arena.base() + 131072, 0) == 65536);
+    CHECK(std::count(arena.base(), arena.base() + 65536, 0x5a) == 65536);
+    CHECK(std::count(arena.base() + 131072, arena.base() + (1 << 20), 0x5a) == (1 << 20) - 131072);
 }

@@ -539,11 +539,15 @@ TEST_CASE("protocol: the buffer pool reuses a class's buffers and bounds what it
     CHECK(pool.kept(size_t{1} << 20) == 0);
 
 
-    // Carved from a region while it has room, then allocated; carved ones are
-    // kept past the bound (the region is never given back).
+    // Carved from a region while it has room, then allocated; past the bound
+    // a carved buffer is kept with its memory released, an allocated one freed.
     alignas(4096) static unsigned char region[3 * 4096];
-    ubermatch::protocol::BufferPool carving(12, 16, 0); // keeps no allocated buffer
-    carving.carve_from(region, sizeof region);
+    struct Released {
+        std::vector<std::pair<void *, size_t>> calls;
+        static void release(void *self, void *p, size_t n) { static_cast<Released *>(self)->calls.emplace_back(p, n); }
+    } released;
+    ubermatch::protocol::BufferPool carving(12, 16, 4096); // keeps one 4 KiB buffer's memory
+    carving.carve_from(region, sizeof region, &Released::release, &released);
     void *c1 = carving.get(4096);
     void *c2 = carving.get(8000); // the 8 KiB class: the rest of the region
     void *c3 = carving.get(4096); // no room left: allocated
@@ -552,12 +556,15 @@ TEST_CASE("protocol: the buffer pool reuses a class's buffers and bounds what it
     CHECK((c3 < static_cast<void *>(region) || c3 >= static_cast<void *>(region + sizeof region)));
     CHECK(carving.carved(c2));
     CHECK_FALSE(carving.carved(c3));
+    carving.put(c1, 4096); // within the bound: kept as it is
     carving.put(c3, 4096); // allocated, past the bound: freed
-    carving.put(c1, 4096); // carved: kept
-    carving.put(c2, 8000);
+    carving.put(c2, 8000); // carved, past the bound: kept, its memory released
+    CHECK(released.calls == std::vector<std::pair<void *, size_t>>{{c2, 8192}});
     CHECK(carving.kept(4096) == 1);
     CHECK(carving.kept(8192) == 1);
-    CHECK(carving.kept_bytes() == 0);
-    CHECK(carving.get(100) == c1);
+    CHECK(carving.kept_bytes() == 4096);
     CHECK(carving.get(8192) == c2);
+    CHECK(carving.kept_bytes() == 4096); // its memory was not counted
+    CHECK(carving.get(100) == c1);
+    CHECK(carving.kept_bytes() == 0);
 }

@@ -10,8 +10,10 @@
 //
 // Buffers may be carved from a region given once (the packed sends' arena of
 // shared memory, shm::Arena): a class with none free carves its next buffer
-// there while the region has room, else allocates. Carved buffers are always
-// kept (the region is never given back), the bound applies to the others.
+// there while the region has room, else allocates. Carved buffers stay the
+// pool's; past the bound, one put back has its memory released (the region's
+// release function: its pages go back to the system) and is kept as an
+// address, whose pages come back when it is used again.
 #ifndef UBERMATCH_PROTOCOL_BUFFER_POOL_H
 #define UBERMATCH_PROTOCOL_BUFFER_POOL_H
 
@@ -23,10 +25,10 @@ namespace ubermatch::protocol {
 
 class BufferPool {
 public:
-    // Classes 2^min_shift .. 2^max_shift bytes (min_shift >= 3: a class holds
-    // the link), at most max_kept bytes of free buffers kept in all.
+    // Classes 2^min_shift .. 2^max_shift bytes (min_shift >= 4: a class holds
+    // the free list's node), at most max_kept bytes of free buffers kept in all.
     BufferPool(unsigned min_shift, unsigned max_shift, size_t max_kept) noexcept
-        : min_shift_(min_shift < 3 ? 3 : min_shift),
+        : min_shift_(min_shift < 4 ? 4 : min_shift),
           max_shift_(max_shift >= kShifts ? kShifts - 1 : max_shift), max_kept_(max_kept) {}
     BufferPool(const BufferPool &) = delete;
     BufferPool &operator=(const BufferPool &) = delete;
@@ -41,12 +43,16 @@ public:
             }
         }
     }
+    // Releases the memory of n bytes at p in the region (ctx: its owner).
+    using Release = void (*)(void *ctx, void *p, size_t n);
     // Buffers carved from [base, base + bytes) from now on, base aligned to
     // the smallest class.
-    void carve_from(unsigned char *base, size_t bytes) noexcept {
+    void carve_from(unsigned char *base, size_t bytes, Release release, void *ctx) noexcept {
         region_ = base;
         region_bytes_ = bytes;
         carved_ = 0;
+        release_ = release;
+        release_ctx_ = ctx;
     }
     // At least length bytes, nullptr when there is no memory. Past the
     // largest class a plain allocation.
@@ -67,25 +73,30 @@ public:
         }
         free_[c] = head->next;
         --count_[c];
-        if (!carved(head)) {
+        if (!head->released) {
             kept_bytes_ -= size_t{1} << c;
         }
         return head;
     }
-    // p came from get(length): kept if carved, else while the pool holds
-    // under max_kept bytes of allocated ones.
+    // p came from get(length): kept while the pool holds under max_kept
+    // bytes; past them freed, or if carved, kept with its memory released.
     void put(void *p, size_t length) noexcept {
         const int c = class_of(length);
+        const bool room = c >= 0 && kept_bytes_ + (size_t{1} << c) <= max_kept_;
         const bool ours = carved(p);
-        if (!ours && (c < 0 || kept_bytes_ + (size_t{1} << c) > max_kept_)) {
+        if (!ours && !room) {
             std::free(p);
             return;
         }
+        if (!room) {
+            release_(release_ctx_, p, size_t{1} << c);
+        }
         Free *f = static_cast<Free *>(p);
         f->next = free_[c];
+        f->released = !room;
         free_[c] = f;
         ++count_[c];
-        if (!ours) {
+        if (room) {
             kept_bytes_ += size_t{1} << c;
         }
     }
@@ -93,7 +104,7 @@ public:
         const uintptr_t b = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(region_);
         return b < carved_; // wraps below the region
     }
-    // Buffers kept in length's class, and bytes of allocated ones kept (tests).
+    // Buffers kept in length's class, and bytes kept whose memory is held (tests).
     size_t kept(size_t length) const noexcept {
         const int c = class_of(length);
         return c < 0 ? 0 : count_[c];
@@ -104,6 +115,7 @@ private:
     static constexpr unsigned kShifts = 48;
     struct Free {
         Free *next;
+        bool released; // carved, its memory released
     };
     // The class (its shift) of a buffer of length bytes; -1 past the largest.
     int class_of(size_t length) const noexcept {
@@ -120,6 +132,8 @@ private:
     unsigned char *region_ = nullptr; // the region buffers are carved from
     size_t region_bytes_ = 0;
     size_t carved_ = 0; // of it, bytes carved
+    Release release_ = nullptr;
+    void *release_ctx_ = nullptr;
     Free *free_[kShifts] = {};
     size_t count_[kShifts] = {};
 };

@@ -57,7 +57,7 @@ void Protocol::start() {
         std::string err;
         arena_.reset(new (std::nothrow) shm::Arena(kArenaBytes, err));
         if (arena_ != nullptr && err.empty()) {
-            send_buffers_.carve_from(arena_->base(), arena_->bytes());
+            send_buffers_.carve_from(arena_->base(), arena_->bytes(), &shm::Arena::release, arena_.get());
         } else {
             arena_.reset();
         }

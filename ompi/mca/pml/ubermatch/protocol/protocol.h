@@ -237,8 +237,11 @@ struct Packer {
     void all(void *dest, size_t length) const { fn(arg, 0, dest, length); }
 };
 // The packed sends' arena of shared memory (shm::Arena): receivers on the node
-// unpack from it where they map it. Its pages are used as buffers are carved.
-constexpr size_t kArenaBytes = size_t{64} << 20;
+// unpack from it where they map it. Address space only, but for the pages of
+// buffers in use and of kSendKept bytes of free ones (64 messages of 4 MiB in
+// flight outgrew an arena of 64 MiB: docs/message-path.md round 13).
+constexpr size_t kArenaBytes = size_t{1} << 30;
+constexpr size_t kSendKept = size_t{64} << 20;
 // A UCX rendezvous into a non-contiguous receive is unpacked as UCX receives it
 // up to this size: UCX then streams fragments through the sender's bounce
 // buffers, a copy more there than its single get into scratch memory, which is
@@ -662,9 +665,10 @@ private:
     BufferPool payloads_{7, 16, size_t{4} << 20};
     std::unique_ptr<shm::Arena> arena_; // made by start() where rings carry pulls
     // Under pool_lock_: packed sends' buffers (send_buffer), 4 KiB - 64 MiB,
-    // carved from arena_ while it has room, then allocated (64 MiB kept).
+    // carved from arena_ while it has room, then allocated; kSendKept bytes
+    // of free ones kept with their memory.
     // After arena_: gone before it.
-    BufferPool send_buffers_{12, 26, kArenaBytes};
+    BufferPool send_buffers_{12, 26, kSendKept};
     // Of inbound_, with more than kPollAllRings (poll_hot_rings; last here, so
     // that the members every message uses keep their places):
     std::vector<shm::Receiver *> hot_;  // polled on every round

@@ -225,6 +225,13 @@ Arena::Arena(size_t bytes, std::string &err) {
     bytes_ = bytes;
 }
 
+void Arena::release(void *arena, void *p, size_t n) {
+    const auto *a = static_cast<const Arena *>(arena);
+    const auto offset = static_cast<off_t>(static_cast<unsigned char *>(p) - a->base_);
+    // Failing (a kernel without hole punching in shmem), the pages stay: no harm.
+    (void)!fallocate(a->fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, static_cast<off_t>(n));
+}
+
 Arena::~Arena() {
     if (base_ != nullptr) {
         munmap(base_, bytes_);

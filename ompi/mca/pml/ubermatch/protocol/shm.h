@@ -151,9 +151,9 @@ inline size_t eager_limit(uint32_t cells, size_t bound) {
 }
 
 // Shared memory of this process's packed sends (memfd), reserved up front and
-// mapped by receivers on the same node. Its pages are touched as buffers are
-// carved from it (BufferPool) and never handed back to the system: the pool
-// keeps what it carved.
+// mapped by receivers on the same node. Its pages are used as buffers carved
+// from it (BufferPool) are written, and given back (release) when the pool
+// holds more than it keeps.
 class Arena {
 public:
     // An arena of `bytes`; empty `err` on success.
@@ -164,6 +164,9 @@ public:
     unsigned char *base() const { return base_; }
     size_t bytes() const { return bytes_; }
     int fd() const { return fd_; }
+    // BufferPool::Release: the pages of n bytes at p go back to the system
+    // (reading them gives zeros; writing them takes fresh ones).
+    static void release(void *arena, void *p, size_t n);
     bool holds(const void *p, size_t n) const {
         const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base_);
         return a >= b && a - b <= bytes_ && n <= bytes_ - (a - b);
