@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -83,16 +84,21 @@ struct Packing {
     um_proto_t *sender = nullptr;
     uint64_t pulls_before = 0;
     std::chrono::milliseconds nap{0}; // per piece: a slow sender
+    size_t fail_at = SIZE_MAX;         // the piece at this offset fails
     std::vector<std::pair<size_t, size_t>> calls;
     bool record_first = false;
-    static void pack(void *arg, size_t offset, void *dest, size_t length) {
+    static int pack(void *arg, size_t offset, void *dest, size_t length) {
         auto *p = static_cast<Packing *>(arg);
         if (p->calls.empty()) {
             p->record_first = shm_of(p->sender).pulls_sent == p->pulls_before + 1;
         }
         p->calls.emplace_back(offset, length);
         std::this_thread::sleep_for(p->nap);
+        if (offset == p->fail_at) {
+            return 1;
+        }
         std::memcpy(dest, p->src + offset, length);
+        return 0;
     }
 };
 
@@ -174,6 +180,63 @@ TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks"
         REQUIRE(p.post(p.cb, 0, 3, buf.data(), n, r) == UM_PROTO_OK);
         REQUIRE(p.until([&] { return r.done && s.done; }));
         CHECK(buf == m);
+    }
+    {
+        INFO("packing that fails after the record went out fails the send and its receive");
+        Packing pk;
+        pk.src = m.data();
+        pk.fail_at = 3 * 32768;
+        Op s, r;
+        std::vector<unsigned char> buf(n);
+        REQUIRE(send_packing(p, 4, buffer, n, pk, s) == UM_PROTO_OK); // out: completes by the receiver
+        CHECK(pk.record_first);
+        CHECK(pk.calls.size() == 4);
+
+        INFO("... a send while that pull is out is packed first (the slot still says it failed)");
+        auto *second = static_cast<unsigned char *>(um_proto_send_buffer(p.a, n));
+        REQUIRE(second != nullptr);
+        Packing next;
+        next.src = m.data();
+        Op s2, r2;
+        std::vector<unsigned char> buf2(n);
+        REQUIRE(send_packing(p, 5, second, n, next, s2) == UM_PROTO_OK);
+        CHECK_FALSE(next.record_first);
+        REQUIRE(next.calls.size() == 1);
+        REQUIRE(p.post(p.cb, 0, 4, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.post(p.cb, 0, 5, buf2.data(), n, r2) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done && r2.done && s2.done; }));
+        CHECK(r.status == UM_PROTO_ERROR);
+        CHECK(s.status == UM_PROTO_ERROR);
+        CHECK(r2.status == UM_PROTO_OK);
+        CHECK(buf2 == m);
+        um_proto_send_buffer_return(p.a, second, n);
+
+        INFO("... and once every pull is handed back, sends stream again");
+        Packing third;
+        third.src = m.data();
+        Op s3, r3;
+        REQUIRE(send_packing(p, 6, buffer, n, third, s3) == UM_PROTO_OK);
+        CHECK(third.record_first);
+        REQUIRE(p.post(p.cb, 0, 6, buf.data(), n, r3) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r3.done && s3.done; }));
+        CHECK(r3.status == UM_PROTO_OK);
+        CHECK(buf == m);
+    }
+    {
+        INFO("packing that fails before anything went out fails the call, and nothing arrives");
+        std::vector<unsigned char> plain(n);
+        Packing pk;
+        pk.src = m.data();
+        pk.fail_at = 0;
+        Op s, r;
+        std::vector<unsigned char> buf(n);
+        CHECK(send_packing(p, 7, plain.data(), n, pk, s) == UM_PROTO_ERROR);
+        REQUIRE(p.post(p.cb, 0, 7, buf.data(), n, r) == UM_PROTO_OK);
+        p.spin(2000);
+        CHECK_FALSE(r.done);
+        int cancelled = 0;
+        CHECK(um_proto_cancel(p.b, p.cb, &r.recv, &cancelled) == UM_PROTO_OK);
+        CHECK(cancelled == 1);
     }
     um_proto_send_buffer_return(p.a, buffer, n);
 }

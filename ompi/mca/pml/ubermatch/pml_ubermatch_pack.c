@@ -108,30 +108,52 @@ void mca_pml_ubermatch_strided_copy(const mca_pml_ubermatch_strided_t *s, void *
     }
 }
 
-void mca_pml_ubermatch_gather(void *gather, size_t offset, void *dest, size_t length)
+void mca_pml_ubermatch_gather_init(mca_pml_ubermatch_gather_t *g, opal_convertor_t *conv,
+                                   const void *buf, size_t count, ompi_datatype_t *datatype)
+{
+    g->strided = mca_pml_ubermatch_strided_of(datatype, &g->layout);
+    g->buf = buf;
+    g->conv = conv;
+    if (!g->strided) {
+        opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &datatype->super, count,
+                                                 buf, 0, conv);
+    }
+}
+
+int mca_pml_ubermatch_gather(void *gather, size_t offset, void *dest, size_t length)
 {
     const mca_pml_ubermatch_gather_t *g = gather;
-    mca_pml_ubermatch_strided_copy(&g->layout, (void *) g->buf, dest, offset, length, true);
+    struct iovec iov = {dest, length};
+    uint32_t iov_count = 1;
+    size_t max = length;
+    if (g->strided) {
+        mca_pml_ubermatch_strided_copy(&g->layout, (void *) g->buf, dest, offset, length, true);
+        return 0;
+    }
+    /* The convertor goes on from where the last piece ended: pieces come in order. */
+    if (offset != g->conv->bConverted || opal_convertor_pack(g->conv, &iov, &iov_count, &max) < 0 ||
+        max != length) {
+        return 1;
+    }
+    return 0;
+}
+
+void mca_pml_ubermatch_gather_fini(mca_pml_ubermatch_gather_t *g)
+{
+    if (!g->strided) {
+        opal_convertor_cleanup(g->conv);
+    }
 }
 
 int mca_pml_ubermatch_pack(opal_convertor_t *conv, const void *buf, size_t count,
                            ompi_datatype_t *datatype, void *dest, size_t size)
 {
-    struct iovec iov = {dest, size};
-    uint32_t iov_count = 1;
-    size_t max = size;
-    mca_pml_ubermatch_strided_t strided;
+    mca_pml_ubermatch_gather_t g;
     int rc;
-
-    if (mca_pml_ubermatch_strided_of(datatype, &strided)) {
-        mca_pml_ubermatch_strided_copy(&strided, (void *) buf, dest, 0, size, true);
-        return OMPI_SUCCESS;
-    }
-    opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &datatype->super, count,
-                                             buf, 0, conv);
-    rc = opal_convertor_pack(conv, &iov, &iov_count, &max);
-    opal_convertor_cleanup(conv);
-    return rc < 0 ? OMPI_ERROR : OMPI_SUCCESS;
+    mca_pml_ubermatch_gather_init(&g, conv, buf, count, datatype);
+    rc = mca_pml_ubermatch_gather(&g, 0, dest, size);
+    mca_pml_ubermatch_gather_fini(&g);
+    return 0 == rc ? OMPI_SUCCESS : OMPI_ERROR;
 }
 
 bool mca_pml_ubermatch_send_packed_now(const void *buf, size_t count, ompi_datatype_t *datatype,

@@ -47,16 +47,22 @@ bool mca_pml_ubermatch_strided_of(const ompi_datatype_t *datatype, mca_pml_uberm
 void mca_pml_ubermatch_strided_copy(const mca_pml_ubermatch_strided_t *s, void *buf, void *packed,
                                     size_t offset, size_t length, bool gather);
 
-/* A strided send's data, packed piece by piece as the protocol sends it
- * (um_proto_send_packing's pack_arg for mca_pml_ubermatch_gather). */
+/* A send's data packed piece by piece, in order (um_proto_send_packing's
+ * pack_arg for mca_pml_ubermatch_gather): a strided layout by our loops, any
+ * other by conv, prepared by init and left clean by fini. */
 typedef struct mca_pml_ubermatch_gather {
+    bool strided;
     mca_pml_ubermatch_strided_t layout;
     const void *buf;
+    opal_convertor_t *conv;
 } mca_pml_ubermatch_gather_t;
-void mca_pml_ubermatch_gather(void *gather, size_t offset, void *dest, size_t length);
+void mca_pml_ubermatch_gather_init(mca_pml_ubermatch_gather_t *g, opal_convertor_t *conv,
+                                   const void *buf, size_t count, ompi_datatype_t *datatype);
+int mca_pml_ubermatch_gather(void *gather, size_t offset, void *dest, size_t length);
+void mca_pml_ubermatch_gather_fini(mca_pml_ubermatch_gather_t *g);
 
-/* Packs count of datatype at buf into dest (size bytes): a strided layout by
- * itself, any other with conv, which is left clean for its next use. */
+/* Packs count of datatype at buf into dest (size bytes) at once, with conv
+ * where the layout needs it (left clean for its next use). */
 int mca_pml_ubermatch_pack(opal_convertor_t *conv, const void *buf, size_t count,
                            ompi_datatype_t *datatype, void *dest, size_t size);
 

@@ -115,7 +115,7 @@ static int send_start(mca_pml_ubermatch_request_t *req)
     um_proto_peer_t *peer = mca_pml_ubermatch_peer(comm, req->peer);
     const void *data = mca_pml_ubermatch_contiguous_base(req->buf, req->count, req->datatype);
     mca_pml_ubermatch_request_t *wire = req; /* the request the transfer completes */
-    mca_pml_ubermatch_gather_t gather;       /* a strided layout, packed as it is sent */
+    mca_pml_ubermatch_gather_t gather;       /* non-contiguous data, packed as it is sent */
     bool streamed = false;
     um_hint_t hint;
     int rc;
@@ -149,16 +149,10 @@ static int send_start(mca_pml_ubermatch_request_t *req)
         if (NULL == req->packed) {
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
-        /* A strided layout cannot fail to pack: the protocol may send its
-         * record first and pack while the receiver unpacks. */
-        streamed = mca_pml_ubermatch_strided_of(req->datatype, &gather.layout);
-        gather.buf = req->buf;
-        if (!streamed &&
-            OMPI_SUCCESS != mca_pml_ubermatch_pack(&req->convertor, req->buf, req->count,
-                                                   req->datatype, req->packed, size)) {
-            release_packed(req);
-            return OMPI_ERROR;
-        }
+        /* Packed by the protocol as it sends: where it can, after the record
+         * went out, while the receiver unpacks. */
+        mca_pml_ubermatch_gather_init(&gather, &req->convertor, req->buf, req->count, req->datatype);
+        streamed = true;
         data = req->packed;
     }
 
@@ -168,6 +162,7 @@ static int send_start(mca_pml_ubermatch_request_t *req)
                                    req->peer, req->tag, &hint, req->packed, size,
                                    MCA_PML_BASE_SEND_SYNCHRONOUS == req->mode, &wire->send, wire,
                                    mca_pml_ubermatch_gather, &gather);
+        mca_pml_ubermatch_gather_fini(&gather);
     } else {
         rc = um_proto_send(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer, req->peer,
                            req->tag, &hint, data, size, MCA_PML_BASE_SEND_SYNCHRONOUS == req->mode,

@@ -80,15 +80,18 @@ void Protocol::copy_out(um_proto_recv_t *recv, const void *data, size_t n, size_
 
 // n bytes of the pull at `address`, mapped at src, as its sender packs them:
 // what is packed is unpacked while the sender packs the rest (all at once if
-// it is done). A sender that died while packing fails the receive.
+// it is done). A sender that died or failed while packing fails the receive.
 int Protocol::copy_packing(um_proto_recv_t *recv, shm::Receiver &ring, uint64_t address,
                            const unsigned char *src, size_t n) noexcept {
     size_t done = 0;
     for (unsigned waits = 0; done < n;) {
-        const size_t ready = ring.packed_of(address, n);
+        const uint64_t ready = ring.packed_of(address, n);
+        if (ready == shm::kPackFailed) {
+            return UM_PROTO_ERROR;
+        }
         if (ready > done) {
-            copy_out(recv, src + done, ready - done, done);
-            done = ready;
+            copy_out(recv, src + done, static_cast<size_t>(ready) - done, done);
+            done = static_cast<size_t>(ready);
             waits = 0;
         } else if (++waits % 1024 == 0) {
             if (!ring.sender_alive()) {

@@ -225,16 +225,21 @@ constexpr size_t kPullMin = 12 * 1024;
 // A pull into a non-contiguous receive goes through scratch memory in pieces
 // of this size (fits the L2 beside the user's buffer).
 constexpr size_t kPullPiece = 256 * 1024;
-// A packed send streamed to its receiver is packed in pieces of this size,
-// each published as it is done (Sender::packed): the receiver unpacks one
-// while the sender packs the next.
-constexpr size_t kPackPiece = 32 * 1024;
+// A packed send streamed to its receiver is packed in pieces, each published
+// as it is done (Sender::packed): the receiver unpacks one while the sender
+// packs the next. An eighth of the message, between these bounds, so that a
+// small one overlaps too.
+constexpr size_t kPackPieceMin = 4 * 1024;
+constexpr size_t kPackPieceMax = 32 * 1024;
+inline size_t pack_piece(size_t length) {
+    return std::min(kPackPieceMax, std::max(kPackPieceMin, (length / 8 + 4095) & ~size_t{4095}));
+}
 
 // The glue's packing of a send (um_proto_pack_fn and its argument).
 struct Packer {
     um_proto_pack_fn fn;
     void *arg;
-    void all(void *dest, size_t length) const { fn(arg, 0, dest, length); }
+    bool all(void *dest, size_t length) const { return fn(arg, 0, dest, length) == 0; }
 };
 // The packed sends' arena of shared memory (shm::Arena): receivers on the node
 // unpack from it where they map it. Address space only, but for the pages of

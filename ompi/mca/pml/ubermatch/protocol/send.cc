@@ -16,8 +16,11 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     // Packing streams only into a pull from the arena, by one thread (the
     // ring's packing slot has one writer); anything else is packed whole now.
     if (packer != nullptr && (thread_multiple_ || !shm_pull_ || !pull_size(length) || !peer->pull ||
-                              arena_ == nullptr || !arena_->holds(data, length))) {
-        packer->all(const_cast<void *>(data), length);
+                              peer->ring == nullptr || arena_ == nullptr || !arena_->holds(data, length) ||
+                              !peer->ring->may_stream())) {
+        if (!packer->all(const_cast<void *>(data), length)) {
+            return UM_PROTO_ERROR;
+        }
         packer = nullptr;
     }
     op->owner = this;
@@ -52,6 +55,9 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
         if (peer->pull && push_pull(*peer, op, data, length, packer)) {
             ++seq;
             return UM_PROTO_OK;
+        }
+        if (packer != nullptr && !packer->all(const_cast<void *>(data), length)) {
+            return UM_PROTO_ERROR; // the record did not go: nothing was sent
         }
         if (peer->shm == Peer::kWanted) {
             offer(*peer);
@@ -128,7 +134,8 @@ bool Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data
 // With a packer (data in the arena) the record goes before the data: the
 // receiver, once matched, unpacks each piece as the ring's packing slot
 // says it is there, while this call packs the next (docs/message-path.md
-// round 13). Whatever happens, data is whole when this returns.
+// round 13). Not pushed, data is still to be packed; pushed, packing that
+// fails marks the pull failed for the receiver and the send's status.
 bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length, const Packer *packer) {
     const int pending = op->pending;
     op->pending = 1;
@@ -145,16 +152,20 @@ bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length
         op->pending = pending;
         if (packer != nullptr) {
             peer.ring->end_packing();
-            packer->all(const_cast<void *>(data), length);
         }
         return false; // the ring or its return slots are full: UCX's rendezvous
     }
     __atomic_fetch_add(&shm_counts_.pulls_sent, uint64_t{1}, __ATOMIC_RELAXED);
     if (packer != nullptr) {
         auto *dest = static_cast<unsigned char *>(const_cast<void *>(data));
-        for (size_t off = 0; off < length; off += kPackPiece) {
-            const size_t piece = std::min(kPackPiece, length - off);
-            packer->fn(packer->arg, off, dest + off, piece);
+        const size_t each = pack_piece(length);
+        for (size_t off = 0; off < length; off += each) {
+            const size_t piece = std::min(each, length - off);
+            if (packer->fn(packer->arg, off, dest + off, piece) != 0) {
+                peer.ring->fail_packing();
+                op->status = UM_PROTO_ERROR; // completes as the receiver hands it back
+                return true;
+            }
             peer.ring->packed(off + piece);
         }
         peer.ring->end_packing();

@@ -60,6 +60,7 @@ constexpr uint32_t kPad = UINT32_MAX;               // RecordHeader::length of a
 constexpr uint32_t kDefaultCells = 4096;            // 256 KiB per ring
 constexpr uint64_t kPublish = 32;                   // cells consumed between tail updates
 constexpr uint32_t kReturns = 256;                  // pulls a sender may have out per ring
+constexpr uint64_t kPackFailed = UINT64_MAX;        // ArenaName::packed of a pull whose packing failed
 
 struct Control {
     uint64_t magic;
@@ -257,6 +258,19 @@ public:
     }
     void packed(uint64_t bytes) { seg_->arena.packed.store(bytes, std::memory_order_release); }
     void end_packing() { seg_->arena.packing.store(0, std::memory_order_release); }
+    // Packing failed: the slot says so until every pull out is handed back
+    // (the receiver may not have looked yet), and nothing streams meanwhile.
+    void fail_packing() {
+        seg_->arena.packed.store(kPackFailed, std::memory_order_release);
+        failed_ = true;
+    }
+    bool may_stream() {
+        if (failed_ && pulls_out() == 0) {
+            end_packing();
+            failed_ = false;
+        }
+        return !failed_;
+    }
 
     // A message the receiver reads from `data` (which stays valid until
     // reap() hands `sender` back); false when the ring or the return slots
@@ -313,6 +327,7 @@ private:
     std::string name_;
     bool linked_ = false;
     bool arena_named_ = false;
+    bool failed_ = false; // fail_packing(), pulls still out
     std::atomic<uint64_t> pulled_{0}; // pull records pushed
     std::atomic<uint64_t> reaped_{0}; // of those, handed back
 };
@@ -371,11 +386,13 @@ public:
     // packed: n unless its sender is still packing it. A value read while
     // the sender has gone on to a later pull is that pull's, and this one is
     // then whole anyway.
-    size_t packed_of(uint64_t address, size_t n) const {
+    // kPackFailed: its packing failed.
+    uint64_t packed_of(uint64_t address, size_t n) const {
         if (seg_->arena.packing.load(std::memory_order_acquire) != address) {
             return n;
         }
-        return static_cast<size_t>(std::min<uint64_t>(n, seg_->arena.packed.load(std::memory_order_acquire)));
+        const uint64_t packed = seg_->arena.packed.load(std::memory_order_acquire);
+        return packed == kPackFailed ? kPackFailed : std::min<uint64_t>(n, packed);
     }
     // Whether the sender still runs (a pull it packs would never end).
     bool sender_alive() const;

@@ -217,14 +217,17 @@ int um_proto_send(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *pee
                   int32_t tag, const um_hint_t *hint, const void *data, size_t length, int sync,
                   um_proto_send_op_t *op, void *cookie);
 
-/* Writes length bytes of a send's packed data, from offset on, into dest. */
-typedef void (*um_proto_pack_fn)(void *arg, size_t offset, void *dest, size_t length);
+/* Writes length bytes of a send's packed data, from offset on, into dest;
+ * 0, or nonzero when it could not. */
+typedef int (*um_proto_pack_fn)(void *arg, size_t offset, void *dest, size_t length);
 
 /* um_proto_send of length bytes that pack(pack_arg, ...) writes into buffer
  * (from um_proto_send_buffer), in order, before the call returns. Where the
  * send goes as a pull from this process's shared memory (single-threaded),
  * its record goes out first and the receiver unpacks each piece once it is
- * packed: packing and unpacking overlap. Elsewhere all is packed first. */
+ * packed: packing and unpacking overlap. Elsewhere all is packed first.
+ * Packing that fails before the record went out fails the call (nothing
+ * sent); after, the send and its receive complete with UM_PROTO_ERROR. */
 int um_proto_send_packing(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer, int32_t dst,
                           int32_t tag, const um_hint_t *hint, void *buffer, size_t length, int sync,
                           um_proto_send_op_t *op, void *cookie, um_proto_pack_fn pack, void *pack_arg);
