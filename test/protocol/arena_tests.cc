@@ -5,7 +5,6 @@
 #include "test/protocol/pair.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -80,7 +79,8 @@ namespace {
 // A glue's packing as um_proto_send_packing calls it: copies from `src`, logs
 // each call, and whether the pull's record was out before the first piece.
 struct Packing {
-    const unsigned char *src = nullptr;
+    explicit Packing(const unsigned char *from) : src(from) {}
+    const unsigned char *src;
     um_proto_t *sender = nullptr;
     uint64_t pulls_before = 0;
     std::chrono::milliseconds nap{0}; // per piece: a slow sender
@@ -123,8 +123,7 @@ TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks"
     REQUIRE(buffer != nullptr);
     {
         INFO("the record first, then the pieces in order");
-        Packing pk;
-        pk.src = m.data();
+        Packing pk(m.data());
         Op s, r;
         std::vector<unsigned char> buf(n);
         REQUIRE(send_packing(p, 1, buffer, n, pk, s) == UM_PROTO_OK);
@@ -140,17 +139,12 @@ TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks"
     }
     {
         INFO("a slow sender: the receiver, matched, unpacks the pieces as they come");
-        Packing pk;
-        pk.src = m.data();
+        Packing pk(m.data());
         pk.nap = std::chrono::milliseconds(3);
         Op s, r;
         REQUIRE(p.post(p.cb, 0, 2, nullptr, n, r) == UM_PROTO_OK);
-        std::atomic<bool> sent{false};
         int rc = UM_PROTO_ERROR;
-        std::thread sender([&] {
-            rc = send_packing(p, 2, buffer, n, pk, s);
-            sent.store(true, std::memory_order_release);
-        });
+        std::thread sender([&] { rc = send_packing(p, 2, buffer, n, pk, s); });
         const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
         while (!r.done && std::chrono::steady_clock::now() < end) {
             um_proto_progress(p.b); // a alone is inside the send, on its own thread
@@ -167,8 +161,7 @@ TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks"
     {
         INFO("a buffer outside the arena: packed whole, then sent");
         std::vector<unsigned char> plain(n);
-        Packing pk;
-        pk.src = m.data();
+        Packing pk(m.data());
         Op s, r;
         std::vector<unsigned char> buf(n);
         const uint64_t streamed = shm_of(p.a).pulls_streamed;
@@ -183,8 +176,7 @@ TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks"
     }
     {
         INFO("packing that fails after the record went out fails the send and its receive");
-        Packing pk;
-        pk.src = m.data();
+        Packing pk(m.data());
         pk.fail_at = 3 * 32768;
         Op s, r;
         std::vector<unsigned char> buf(n);
@@ -195,8 +187,7 @@ TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks"
         INFO("... a send while that pull is out is packed first (the slot still says it failed)");
         auto *second = static_cast<unsigned char *>(um_proto_send_buffer(p.a, n));
         REQUIRE(second != nullptr);
-        Packing next;
-        next.src = m.data();
+        Packing next(m.data());
         Op s2, r2;
         std::vector<unsigned char> buf2(n);
         REQUIRE(send_packing(p, 5, second, n, next, s2) == UM_PROTO_OK);
@@ -212,8 +203,7 @@ TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks"
         um_proto_send_buffer_return(p.a, second, n);
 
         INFO("... and once every pull is handed back, sends stream again");
-        Packing third;
-        third.src = m.data();
+        Packing third(m.data());
         Op s3, r3;
         REQUIRE(send_packing(p, 6, buffer, n, third, s3) == UM_PROTO_OK);
         CHECK(third.record_first);
@@ -225,8 +215,7 @@ TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks"
     {
         INFO("packing that fails before anything went out fails the call, and nothing arrives");
         std::vector<unsigned char> plain(n);
-        Packing pk;
-        pk.src = m.data();
+        Packing pk(m.data());
         pk.fail_at = 0;
         Op s, r;
         std::vector<unsigned char> buf(n);
