@@ -373,7 +373,8 @@ int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs)
                        (unsigned) c.rings_in, (unsigned long long) (c.ring_bytes_in >> 10),
                        c.eager_limit, mca_pml_ubermatch.config.shm_eager_limit,
                        (unsigned long long) c.pulls_sent, (unsigned long long) c.pulls_read,
-                       (unsigned long long) c.pulls_streamed, (unsigned long long) c.pulls_mapped, (int) mca_pml_ubermatch.config.shm_pull);
+                       (unsigned long long) c.pulls_streamed, (unsigned long long) c.pulls_mapped,
+                       (int) mca_pml_ubermatch.config.shm_pull);
     }
     um_proto_disconnect(mca_pml_ubermatch.proto, peers, nprocs);
     free(peers);

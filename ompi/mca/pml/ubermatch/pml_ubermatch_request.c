@@ -115,8 +115,7 @@ static int send_start(mca_pml_ubermatch_request_t *req)
     um_proto_peer_t *peer = mca_pml_ubermatch_peer(comm, req->peer);
     const void *data = mca_pml_ubermatch_contiguous_base(req->buf, req->count, req->datatype);
     mca_pml_ubermatch_request_t *wire = req; /* the request the transfer completes */
-    mca_pml_ubermatch_gather_t gather;       /* non-contiguous data, packed as it is sent */
-    bool streamed = false;
+    mca_pml_ubermatch_gather_t gather; /* req->packed's data, packed as it is sent */
     um_hint_t hint;
     int rc;
 
@@ -152,12 +151,10 @@ static int send_start(mca_pml_ubermatch_request_t *req)
         /* Packed by the protocol as it sends: where it can, after the record
          * went out, while the receiver unpacks. */
         mca_pml_ubermatch_gather_init(&gather, &req->convertor, req->buf, req->count, req->datatype);
-        streamed = true;
-        data = req->packed;
     }
 
     mca_pml_ubermatch_hint(req->tag, size, comm, &hint);
-    if (streamed) {
+    if (NULL != req->packed) {
         rc = um_proto_send_packing(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer,
                                    req->peer, req->tag, &hint, req->packed, size,
                                    MCA_PML_BASE_SEND_SYNCHRONOUS == req->mode, &wire->send, wire,

@@ -1,7 +1,7 @@
 // Buffers kept for reuse in power-of-two classes, for copies that outlive a
 // call: unexpected eager payloads (a ring's record goes back to its sender
 // before a receive takes it) and packed non-contiguous sends (the PML glue,
-// through um_proto_pool_*). malloc and free of a few KiB per message were 14%
+// through um_proto_send_buffer). malloc and free of a few KiB per message were 14%
 // of a receiver taking 4 KiB messages by MPI_Iprobe and MPI_Recv, and memory
 // that glibc trims at a free comes back as fresh pages whose faults cost more
 // than the copy (64 KiB strided sends: half of the sender's time). Free

@@ -174,8 +174,10 @@ bool Receiver::read(void *dst, uint64_t address, size_t n) const {
 const unsigned char *Receiver::mapped(uint64_t address, size_t n) {
     const unsigned char *a = arena_.load(std::memory_order_acquire);
     if (a == nullptr) {
-        // One thread tries, once; the others read by CMA meanwhile.
-        if (pid_ == 0 || seg_->arena.bytes == 0 || arena_tried_.exchange(true, std::memory_order_acq_rel)) {
+        // One thread tries, once; the others read by CMA meanwhile (and for
+        // good if it failed: a load, not a write, on each pull then).
+        if (pid_ == 0 || seg_->arena.bytes == 0 || arena_tried_.load(std::memory_order_acquire) ||
+            arena_tried_.exchange(true, std::memory_order_acq_rel)) {
             return nullptr;
         }
         const std::string path = "/proc/" + std::to_string(pid_) + "/fd/" + std::to_string(seg_->arena.fd);
