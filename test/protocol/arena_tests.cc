@@ -86,6 +86,7 @@ struct Packing {
     std::chrono::milliseconds nap{0}; // per piece: a slow sender
     size_t fail_at = SIZE_MAX;         // the piece at this offset fails
     std::vector<std::pair<size_t, size_t>> calls;
+    std::vector<const void *> dests;
     bool record_first = false;
     static int pack(void *arg, size_t offset, void *dest, size_t length) {
         auto *p = static_cast<Packing *>(arg);
@@ -93,6 +94,7 @@ struct Packing {
             p->record_first = shm_of(p->sender).pulls_sent == p->pulls_before + 1;
         }
         p->calls.emplace_back(offset, length);
+        p->dests.push_back(dest);
         std::this_thread::sleep_for(p->nap);
         if (offset == p->fail_at) {
             return 1;
@@ -102,12 +104,12 @@ struct Packing {
     }
 };
 
-int send_packing(PullPair &p, int32_t tag, void *buffer, size_t n, Packing &pk, Op &op) {
+int send_packing(PullPair &p, int32_t tag, void *buffer, size_t n, Packing &pk, Op &op, bool rows = false) {
     const um_hint_t hint{};
     pk.sender = p.a;
     pk.pulls_before = shm_of(p.a).pulls_sent;
     return um_proto_send_packing(p.a, p.ca, p.a_to_b, 1, tag, &hint, buffer, n, 0, &op.send, &op, Packing::pack,
-                                 &pk);
+                                 &pk, rows ? 1 : 0);
 }
 
 } // namespace
@@ -228,6 +230,51 @@ TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks"
         CHECK(cancelled == 1);
     }
     um_proto_send_buffer_return(p.a, buffer, n);
+}
+
+// A small message whose packer writes rows is packed into a stage and copied
+// into its send buffer (kPackStage); a large one, or one of single words, is
+// packed straight into the buffer. Either way it arrives whole.
+TEST_CASE("protocol: small packed sends of rows go through a stage", "[protocol][shm][pull]") {
+    PullPair p(23);
+    const auto m = pattern(300000, 23);
+    int tag = 0;
+    const auto send = [&](size_t n, bool rows) {
+        auto *buffer = static_cast<unsigned char *>(um_proto_send_buffer(p.a, n));
+        REQUIRE(buffer != nullptr);
+        Packing pk(m.data());
+        Op s, r;
+        std::vector<unsigned char> buf(n);
+        REQUIRE(send_packing(p, ++tag, buffer, n, pk, s, rows) == UM_PROTO_OK);
+        REQUIRE(p.post(p.cb, 0, tag, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.status == UM_PROTO_OK);
+        CHECK(std::equal(buf.begin(), buf.end(), m.begin()));
+        um_proto_send_buffer_return(p.a, buffer, n);
+        size_t staged = 0;
+        for (size_t i = 0; i < pk.calls.size(); ++i) {
+            staged += pk.dests[i] != buffer + pk.calls[i].first;
+        }
+        return std::make_pair(staged, pk.calls.size());
+    };
+    for (const size_t n : {size_t{5000}, size_t{32768}, size_t{65536}}) {
+        INFO(n << " bytes of rows: every piece through the stage, in pieces of at most 16 KiB");
+        const auto [staged, calls] = send(n, true);
+        CHECK(staged == calls);
+        CHECK(calls >= (n + 16383) / 16384);
+    }
+    {
+        INFO("single words: straight into the buffer");
+        const auto [staged, calls] = send(32768, false);
+        CHECK(staged == 0);
+        CHECK(calls > 0);
+    }
+    {
+        INFO("past 64 KiB: straight into the buffer");
+        const auto [staged, calls] = send(300000, true);
+        CHECK(staged == 0);
+        CHECK(calls == 10);
+    }
 }
 
 // What the pool releases of the arena goes back to the system: its pages read

@@ -138,6 +138,11 @@ int mca_pml_ubermatch_gather(void *gather, size_t offset, void *dest, size_t len
     return 0;
 }
 
+bool mca_pml_ubermatch_gather_rows(const mca_pml_ubermatch_gather_t *g)
+{
+    return !g->strided || g->layout.block >= 64;
+}
+
 void mca_pml_ubermatch_gather_fini(mca_pml_ubermatch_gather_t *g)
 {
     if (!g->strided) {

@@ -59,6 +59,9 @@ typedef struct mca_pml_ubermatch_gather {
 void mca_pml_ubermatch_gather_init(mca_pml_ubermatch_gather_t *g, opal_convertor_t *conv,
                                    const void *buf, size_t count, ompi_datatype_t *datatype);
 int mca_pml_ubermatch_gather(void *gather, size_t offset, void *dest, size_t length);
+/* Whether g copies rows of a cache line or more (um_proto_send_packing's
+ * rows): the convertor's layouts, strided blocks of 64 bytes or more. */
+bool mca_pml_ubermatch_gather_rows(const mca_pml_ubermatch_gather_t *g);
 void mca_pml_ubermatch_gather_fini(mca_pml_ubermatch_gather_t *g);
 
 /* Packs count of datatype at buf into dest (size bytes) at once, with conv

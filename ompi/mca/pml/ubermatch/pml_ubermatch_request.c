@@ -158,7 +158,8 @@ static int send_start(mca_pml_ubermatch_request_t *req)
         rc = um_proto_send_packing(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer,
                                    req->peer, req->tag, &hint, req->packed, size,
                                    MCA_PML_BASE_SEND_SYNCHRONOUS == req->mode, &wire->send, wire,
-                                   mca_pml_ubermatch_gather, &gather);
+                                   mca_pml_ubermatch_gather, &gather,
+                                   mca_pml_ubermatch_gather_rows(&gather));
         mca_pml_ubermatch_gather_fini(&gather);
     } else {
         rc = um_proto_send(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer, req->peer,

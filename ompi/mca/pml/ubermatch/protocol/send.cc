@@ -18,7 +18,7 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     if (packer != nullptr && (thread_multiple_ || !shm_pull_ || !pull_size(length) || !peer->pull ||
                               peer->ring == nullptr || arena_ == nullptr || !arena_->holds(data, length) ||
                               !peer->ring->may_stream())) {
-        if (!packer->all(const_cast<void *>(data), length)) {
+        if (!packer->pack(static_cast<unsigned char *>(const_cast<void *>(data)), 0, length, pack_stage(*packer, length))) {
             return UM_PROTO_ERROR;
         }
         packer = nullptr;
@@ -56,7 +56,8 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
             ++seq;
             return UM_PROTO_OK;
         }
-        if (packer != nullptr && !packer->all(const_cast<void *>(data), length)) {
+        if (packer != nullptr &&
+            !packer->pack(static_cast<unsigned char *>(const_cast<void *>(data)), 0, length, pack_stage(*packer, length))) {
             return UM_PROTO_ERROR; // the record did not go: nothing was sent
         }
         if (peer->shm == Peer::kWanted) {
@@ -159,9 +160,10 @@ bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length
     if (packer != nullptr) {
         auto *dest = static_cast<unsigned char *>(const_cast<void *>(data));
         const size_t each = pack_piece(length);
+        unsigned char *const stage = pack_stage(*packer, length);
         for (size_t off = 0; off < length; off += each) {
             const size_t piece = std::min(each, length - off);
-            if (packer->fn(packer->arg, off, dest + off, piece) != 0) {
+            if (!packer->pack(dest, off, piece, stage)) {
                 peer.ring->fail_packing();
                 op->status = UM_PROTO_ERROR; // completes as the receiver hands it back
                 return true;
@@ -172,6 +174,44 @@ bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length
         ++shm_counts_.pulls_streamed;
     }
     return true;
+}
+
+// A word at a time, not memcpy (see kPackStage); volatile, so that the
+// compiler neither widens the stores nor calls memcpy for the loop.
+static void copy_words(unsigned char *dest, const unsigned char *src, size_t n) {
+    auto *to = reinterpret_cast<volatile uint64_t *>(dest);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t word;
+        std::memcpy(&word, src + i, 8);
+        *to++ = word;
+    }
+    std::memcpy(dest + i, src + i, n - i);
+}
+
+bool Packer::pack(unsigned char *dest, size_t off, size_t length, unsigned char *stage) const {
+    if (stage == nullptr) {
+        return fn(arg, off, dest + off, length) == 0;
+    }
+    for (const size_t end = off + length; off < end;) {
+        const size_t n = std::min(kPackStage, end - off);
+        if (fn(arg, off, stage, n) != 0) {
+            return false;
+        }
+        copy_words(dest + off, stage, n);
+        off += n;
+    }
+    return true;
+}
+
+unsigned char *Protocol::pack_stage(const Packer &packer, size_t length) noexcept {
+    if (!packer.rows || thread_multiple_ || length > kPackStageMax) {
+        return nullptr;
+    }
+    if (pack_stage_ == nullptr) {
+        pack_stage_.reset(new (std::nothrow) unsigned char[kPackStage]);
+    }
+    return pack_stage_.get();
 }
 
 bool Protocol::watch_pulls(shm::Sender &ring) noexcept {
