@@ -21,6 +21,8 @@
  * --strided: each message is SIZE bytes of doubles every other one in memory (an
  * MPI_Type_vector, stride 2: a halo column's shape), on both sides; SIZE a multiple
  * of 8. What a PML's path for non-contiguous data (pack, unpack) costs.
+ * --block B: with --strided, blocks of B bytes (a multiple of 8) every 2B bytes
+ * instead of single doubles: rows of a 2-D block's face.
  *
  * Several sizes (a comma list) are measured one after the other in one run.
  * Each measurement is the median of R repetitions (default 5) of N iterations
@@ -47,6 +49,7 @@ static int rank;
 static char *sbuf, *rbuf; /* rbuf: WINDOW * size bytes (WINDOW * span with --strided) */
 static size_t msg_size;
 static int strided;
+static size_t block = 8; /* --block */
 static MPI_Datatype msg_type = MPI_BYTE; /* MPI_BYTE, or a vector of doubles (--strided) */
 static size_t msg_span;                  /* bytes a message covers in memory */
 
@@ -129,7 +132,7 @@ static int cmp_double(const void *a, const void *b) {
 static void usage(void) {
     if (rank == 0)
         fprintf(stderr,
-                "usage: p2p_bench [--iters N] [--reps R] [--time T] [--thread-multiple] [--strided]\n"
+                "usage: p2p_bench [--iters N] [--reps R] [--time T] [--thread-multiple] [--strided [--block B]]\n"
                 "                 latency|rate|bw|probe [SIZE[,SIZE...]]\n"
                 "  SIZE in bytes (suffix K or M for KiB/MiB); default 8, 1M for bw; a comma list\n"
                 "  measures each size in turn\n"
@@ -137,7 +140,8 @@ static void usage(void) {
                 "  --reps R   repetitions, the median is reported (default 5)\n"
                 "  --time T   seconds for the R repetitions together when calibrating (default 1)\n"
                 "  --thread-multiple  initialise with MPI_THREAD_MULTIPLE (fails if not provided)\n"
-                "  --strided  SIZE bytes of doubles at stride 2 (MPI_Type_vector); SIZE a multiple of 8\n");
+                "  --strided  SIZE bytes of doubles at stride 2 (MPI_Type_vector); SIZE a multiple of 8\n"
+                "  --block B  with --strided: blocks of B bytes every 2B (B a multiple of 8, SIZE of B)\n");
 }
 
 enum { MAX_SIZES = 64 };
@@ -178,6 +182,8 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[a], "--time") == 0 && a + 1 < argc) target = atof(argv[++a]), ok = target > 0;
         else if (strcmp(argv[a], "--thread-multiple") == 0) ok = provided == MPI_THREAD_MULTIPLE;
         else if (strcmp(argv[a], "--strided") == 0) strided = 1;
+        else if (strcmp(argv[a], "--block") == 0 && a + 1 < argc)
+            block = strtoul(argv[++a], NULL, 10), ok = block > 0 && block % 8 == 0;
         else if (!mode_name && argv[a][0] != '-') mode_name = argv[a];
         else if (mode_name && nsizes == 0) ok = (nsizes = parse_sizes(argv[a], sizes)) > 0;
         else ok = 0;
@@ -198,8 +204,10 @@ int main(int argc, char **argv) {
     size_t max_size = 1;
     for (int i = 0; i < nsizes; i++) {
         max_size = sizes[i] > max_size ? sizes[i] : max_size;
-        if (strided && (sizes[i] == 0 || sizes[i] % 8 != 0)) {
-            if (rank == 0) fprintf(stderr, "p2p_bench: --strided needs sizes that are multiples of 8 (got %zu)\n", sizes[i]);
+        if (strided && (sizes[i] == 0 || sizes[i] % block != 0)) {
+            if (rank == 0)
+                fprintf(stderr, "p2p_bench: --strided needs sizes that are multiples of the block, %zu bytes (got %zu)\n",
+                        block, sizes[i]);
             MPI_Finalize();
             return 2;
         }
@@ -219,9 +227,9 @@ int main(int argc, char **argv) {
         msg_size = sizes[si];
         msg_span = msg_size;
         if (strided) {
-            MPI_Type_vector((int)(msg_size / 8), 1, 2, MPI_DOUBLE, &msg_type);
+            MPI_Type_vector((int)(msg_size / block), (int)(block / 8), (int)(2 * block / 8), MPI_DOUBLE, &msg_type);
             MPI_Type_commit(&msg_type);
-            msg_span = 2 * msg_size - 8;
+            msg_span = 2 * msg_size - block;
         }
         long iters = iters_arg;
 
@@ -254,8 +262,12 @@ int main(int argc, char **argv) {
                 best = msgs * (double)msg_size / t[0] / 1e6, worst = msgs * (double)msg_size / t[reps - 1] / 1e6;
                 break;
             }
-            printf("mode=%s size=%zu value=%.*f unit=%s%s\n", mode_name, msg_size, mode == LATENCY ? 3 : 1, value, unit,
+            printf("mode=%s size=%zu value=%.*f unit=%s%s", mode_name, msg_size, mode == LATENCY ? 3 : 1, value, unit,
                    strided ? " layout=strided" : "");
+            if (strided && block != 8) {
+                printf(" block=%zu", block);
+            }
+            printf("\n");
             printf("# %s, %zu bytes%s: %.4g %s (median of %d reps x %ld %s%s; best %.4g, worst %.4g)\n", mode_name,
                    msg_size, strided ? " at stride 2" : "", value, unit, reps, iters, mode == LATENCY ? "round trips" : "windows of 64",
                    calibrated ? ", calibrated" : "", best, worst);
