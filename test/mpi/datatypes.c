@@ -9,8 +9,10 @@
  * PML's own strided copies, whose large receives come in pieces that cut
  * through blocks). Each case sends one layout and receives into another of the same type
  * signature: non-contiguous -> contiguous, non-contiguous -> different
- * non-contiguous, contiguous -> non-contiguous; small cases and large ones
- * (1-1.6 MB of data, past every eager limit).
+ * non-contiguous, contiguous -> non-contiguous; small cases, medium ones
+ * (16-64 KiB: within a node packed through the sender's stage, rows of 128
+ * bytes and the convertor's layouts) and large ones (1-1.6 MB of data, past
+ * every eager limit).
  *
  * The test computes every type's byte layout itself (not with MPI), fills the
  * whole send buffer (gaps included) with a pattern and the whole receive
@@ -404,6 +406,35 @@ int main(int argc, char **argv)
         small_cases = cases;
     }
 
+    /* medium: 16-64 KiB, packed through the sender's stage within a node */
+    long medium_start = cases;
+    {
+        desc_t rows = d_vector("vector(256,16,32) [32 KiB of 128-byte rows]", 256, 16, 32);
+        desc_t rows2 = d_vector("vector(512,8,9)", 512, 8, 9);
+        desc_t dbl = d_contig("4096 x MPI_DOUBLE", MPI_DOUBLE, 8, 4096);
+        run_case(++id, &rows, &dbl, 4096);
+        run_case(++id, &rows, &rows2, 1);
+        run_case(++id, &dbl, &rows, 1);
+        d_free(&rows);
+        d_free(&rows2);
+        d_free(&dbl);
+
+        desc_t st = d_struct("1500 x struct [31 KB]", 1500, 0);
+        desc_t pk = d_struct("1500 x packed struct", 1500, 1);
+        run_case(++id, &st, &pk, 1500);
+        run_case(++id, &st, &st, 1500);
+        d_free(&st);
+        d_free(&pk);
+
+        desc_t ix = d_indexed("500 x indexed [62 KB]", 500);
+        desc_t ints = d_contig("15500 x MPI_INT", MPI_INT, 4, ix_ints(500));
+        run_case(++id, &ix, &ints, ix_ints(500));
+        run_case(++id, &ix, &ix, 500);
+        d_free(&ix);
+        d_free(&ints);
+    }
+    long medium = cases - medium_start;
+
     /* large: >= 1 MiB of data */
     large_start = cases;
     {
@@ -438,10 +469,11 @@ int main(int argc, char **argv)
     }
     long large = cases - large_start;
     MPI_CHECK(MPI_Bcast(&small_cases, 1, MPI_LONG, 1, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Bcast(&medium, 1, MPI_LONG, 1, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Bcast(&large, 1, MPI_LONG, 1, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Bcast(&bytes_moved, 1, MPI_LONG_LONG, 1, MPI_COMM_WORLD));
-    return mt_finish("%ld small and %ld large (>= 1 MB) derived-datatype receives (vector, indexed, struct with "
+    return mt_finish("%ld small, %ld medium (16-64 KiB) and %ld large (>= 1 MB) derived-datatype receives (vector, indexed, struct with "
                      "gaps, resized, nested; blocking and nonblocking with Type_free while pending), %.1f MB "
                      "verified, gaps untouched",
-                     small_cases, large, (double)bytes_moved / 1e6);
+                     small_cases, medium, large, (double)bytes_moved / 1e6);
 }
