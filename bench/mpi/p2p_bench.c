@@ -132,7 +132,8 @@ static int cmp_double(const void *a, const void *b) {
 static void usage(void) {
     if (rank == 0)
         fprintf(stderr,
-                "usage: p2p_bench [--iters N] [--reps R] [--time T] [--thread-multiple] [--strided [--block B]]\n"
+                "usage: p2p_bench [--iters N] [--reps R] [--time T] [--thread-multiple]\n"
+                "                 [--strided [--block B]]\n"
                 "                 latency|rate|bw|probe [SIZE[,SIZE...]]\n"
                 "  SIZE in bytes (suffix K or M for KiB/MiB); default 8, 1M for bw; a comma list\n"
                 "  measures each size in turn\n"
@@ -206,8 +207,8 @@ int main(int argc, char **argv) {
         max_size = sizes[i] > max_size ? sizes[i] : max_size;
         if (strided && (sizes[i] == 0 || sizes[i] % block != 0)) {
             if (rank == 0)
-                fprintf(stderr, "p2p_bench: --strided needs sizes that are multiples of the block, %zu bytes (got %zu)\n",
-                        block, sizes[i]);
+                fprintf(stderr, "p2p_bench: --strided needs sizes that are multiples of the block, %zu bytes "
+                                "(got %zu)\n", block, sizes[i]);
             MPI_Finalize();
             return 2;
         }

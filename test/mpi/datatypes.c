@@ -472,7 +472,8 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Bcast(&medium, 1, MPI_LONG, 1, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Bcast(&large, 1, MPI_LONG, 1, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Bcast(&bytes_moved, 1, MPI_LONG_LONG, 1, MPI_COMM_WORLD));
-    return mt_finish("%ld small, %ld medium (16-64 KiB) and %ld large (>= 1 MB) derived-datatype receives (vector, indexed, struct with "
+    return mt_finish("%ld small, %ld medium (16-64 KiB) and %ld large (>= 1 MB) derived-datatype receives "
+                     "(vector, indexed, struct with "
                      "gaps, resized, nested; blocking and nonblocking with Type_free while pending), %.1f MB "
                      "verified, gaps untouched",
                      small_cases, medium, large, (double)bytes_moved / 1e6);

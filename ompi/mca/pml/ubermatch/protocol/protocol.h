@@ -620,6 +620,8 @@ private:
     // message, nor where the packer says it is not worth it: then packing
     // goes straight to the buffer).
     unsigned char *pack_stage(const Packer &packer, size_t length) noexcept;
+    // All of a send's data packed into its buffer before anything goes.
+    bool pack_all(const Packer &packer, const void *data, size_t length) noexcept;
     // A peer's ring state (Peer::ring_lock), locked only with threads.
     SpinLock *ring_lock(Peer &peer) { return thread_multiple_ ? &peer.ring_lock : nullptr; }
     // The rings, then UCX; while the rings deliver, UCX only every 8th round

@@ -18,7 +18,7 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     if (packer != nullptr && (thread_multiple_ || !shm_pull_ || !pull_size(length) || !peer->pull ||
                               peer->ring == nullptr || arena_ == nullptr || !arena_->holds(data, length) ||
                               !peer->ring->may_stream())) {
-        if (!packer->pack(static_cast<unsigned char *>(const_cast<void *>(data)), 0, length, pack_stage(*packer, length))) {
+        if (!pack_all(*packer, data, length)) {
             return UM_PROTO_ERROR;
         }
         packer = nullptr;
@@ -56,8 +56,7 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
             ++seq;
             return UM_PROTO_OK;
         }
-        if (packer != nullptr &&
-            !packer->pack(static_cast<unsigned char *>(const_cast<void *>(data)), 0, length, pack_stage(*packer, length))) {
+        if (packer != nullptr && !pack_all(*packer, data, length)) {
             return UM_PROTO_ERROR; // the record did not go: nothing was sent
         }
         if (peer->shm == Peer::kWanted) {
@@ -212,6 +211,10 @@ unsigned char *Protocol::pack_stage(const Packer &packer, size_t length) noexcep
         pack_stage_.reset(new (std::nothrow) unsigned char[kPackStage]);
     }
     return pack_stage_.get();
+}
+
+bool Protocol::pack_all(const Packer &packer, const void *data, size_t length) noexcept {
+    return packer.pack(static_cast<unsigned char *>(const_cast<void *>(data)), 0, length, pack_stage(packer, length));
 }
 
 bool Protocol::watch_pulls(shm::Sender &ring) noexcept {
