@@ -5,6 +5,7 @@
 #include "test/protocol/pair.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -87,6 +88,7 @@ struct Packing {
     size_t fail_at = SIZE_MAX;         // the piece at this offset fails
     std::vector<std::pair<size_t, size_t>> calls;
     std::vector<const void *> dests;
+    std::atomic<int> started{0}; // pack calls begun, for other threads
     bool record_first = false;
     static int pack(void *arg, size_t offset, void *dest, size_t length) {
         auto *p = static_cast<Packing *>(arg);
@@ -95,6 +97,7 @@ struct Packing {
         }
         p->calls.emplace_back(offset, length);
         p->dests.push_back(dest);
+        p->started.fetch_add(1, std::memory_order_release);
         std::this_thread::sleep_for(p->nap);
         if (offset == p->fail_at) {
             return 1;
@@ -274,6 +277,86 @@ TEST_CASE("protocol: small packed sends of rows go through a stage", "[protocol]
         const auto [staged, calls] = send(300000, true);
         CHECK(staged == 0);
         CHECK(calls == 10);
+    }
+}
+
+// With threads the stage is one thread's at a time: a lone sender packs
+// through it; one that comes while another is packing through it packs
+// straight. Every message arrives whole.
+TEST_CASE("protocol: with threads, one small packed send of rows at a time has the stage",
+          "[protocol][shm][pull][threads]") {
+    Pair p(0, 1024, true, 0, true); // b runs with thread_multiple and sends
+    um_proto_comm_t *ca = p.comm(p.a, 31);
+    um_proto_comm_t *cb = p.comm(p.b, 31);
+    const um_hint_t hint{};
+    const size_t n = 40000;
+    const auto m = pattern(n, 31);
+    {
+        INFO("b's ring to a up");
+        Op s, r;
+        std::vector<unsigned char> buf(8);
+        REQUIRE(Pair::post_at(p.a, ca, 1, 0, buf.data(), buf.size(), r) == UM_PROTO_OK);
+        REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, 0, &hint, m.data(), 8, 0, &s.send, &s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.b).rings_out == 1; }));
+    }
+    struct Sent {
+        unsigned char *buffer = nullptr;
+        Packing pk;
+        Op s, r;
+        std::vector<unsigned char> buf;
+        int rc = UM_PROTO_ERROR;
+        explicit Sent(const unsigned char *src, size_t len) : pk(src), buf(len) {}
+        size_t staged() const {
+            size_t k = 0;
+            for (size_t i = 0; i < pk.calls.size(); ++i) {
+                k += pk.dests[i] != buffer + pk.calls[i].first;
+            }
+            return k;
+        }
+    };
+    const auto send = [&](Sent &x, int32_t t) {
+        x.pk.sender = p.b;
+        x.rc = um_proto_send_packing(p.b, cb, p.b_to_a, 0, t, &hint, x.buffer, n, 0, &x.s.send, &x.s, Packing::pack,
+                                     &x.pk, 1);
+    };
+    const auto arrive = [&](Sent &x, int32_t t) {
+        REQUIRE(Pair::post_at(p.a, ca, 1, t, x.buf.data(), n, x.r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return x.r.done && x.s.done; }));
+        CHECK(x.r.status == UM_PROTO_OK);
+        CHECK(x.buf == m);
+        um_proto_send_buffer_return(p.b, x.buffer, n);
+    };
+    {
+        INFO("a lone sender: through the stage");
+        Sent x(m.data(), n);
+        x.buffer = static_cast<unsigned char *>(um_proto_send_buffer(p.b, n));
+        REQUIRE(x.buffer != nullptr);
+        send(x, 1);
+        REQUIRE(x.rc == UM_PROTO_OK);
+        CHECK(x.staged() == x.pk.calls.size());
+        CHECK(x.pk.calls.size() >= 3); // 40 000 bytes in stages of 16 KiB
+        arrive(x, 1);
+    }
+    {
+        INFO("a second sender while the first packs through the stage: straight");
+        Sent first(m.data(), n), second(m.data(), n);
+        first.buffer = static_cast<unsigned char *>(um_proto_send_buffer(p.b, n));
+        second.buffer = static_cast<unsigned char *>(um_proto_send_buffer(p.b, n));
+        REQUIRE(first.buffer != nullptr);
+        REQUIRE(second.buffer != nullptr);
+        first.pk.nap = std::chrono::milliseconds(30); // holds the stage a while
+        std::thread t1([&] { send(first, 2); });
+        while (first.pk.started.load(std::memory_order_acquire) == 0) {
+            std::this_thread::yield();
+        }
+        send(second, 3); // meanwhile, on this thread
+        t1.join();
+        REQUIRE(first.rc == UM_PROTO_OK);
+        REQUIRE(second.rc == UM_PROTO_OK);
+        CHECK(first.staged() == first.pk.calls.size());
+        CHECK(second.staged() == 0);
+        arrive(first, 2);
+        arrive(second, 3);
     }
 }
 

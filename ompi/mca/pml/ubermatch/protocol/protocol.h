@@ -117,6 +117,9 @@ public:
         }
     }
     void unlock() noexcept { held_.store(false, std::memory_order_release); }
+    bool try_lock() noexcept {
+        return !held_.load(std::memory_order_relaxed) && !held_.exchange(true, std::memory_order_acquire);
+    }
     // A pause in a spin (also of waits that are not for a lock).
     static void relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -239,8 +242,8 @@ inline size_t pack_piece(size_t length) {
 // just read is slow: Open MPI's convertor took 8 us to pack a 32 KiB 3-D
 // sub-block into the arena (its memcpy of each 128-byte row), 1.2 us into
 // this core's cache; a bulk copy of the rows from there took 3.5. So a
-// single-threaded sender packs a message of up to kPackStageMax bytes into a
-// stage and copies that by words: the sub-block's one-way trip 5.7-5.9 us
+// sender packs a message of up to kPackStageMax bytes into a stage (with
+// threads one at a time, the others meanwhile straight) and copies it by words: the sub-block's one-way trip 5.7-5.9 us
 // instead of 10.1 (6.1-6.6 copied by memcpy). From 128 KiB packing straight
 // is as fast or faster, and so are layouts of single words, which the glue
 // packs straight (docs/message-path.md round 14).
@@ -615,11 +618,12 @@ private:
     // The message pool has its own lock, so that a receiving thread giving a
     // descriptor back does not wait for arrivals matched under lock_.
     SpinLock *pool_lock() { return thread_multiple_ ? &pool_lock_ : nullptr; }
-    // Packer::pack's stage for a message of length bytes: one sending thread
-    // only, so none with threads (nor without memory, nor for a large
-    // message, nor where the packer says it is not worth it: then packing
-    // goes straight to the buffer).
-    unsigned char *pack_stage(const Packer &packer, size_t length) noexcept;
+    // Packer::pack's stage for a message of length bytes, given back by
+    // give_stage; or null, and packing goes straight to the buffer: a large
+    // message, a packer that says a stage is not worth it, no memory, or with
+    // threads another thread packing through it.
+    unsigned char *take_stage(const Packer &packer, size_t length) noexcept;
+    void give_stage(unsigned char *stage) noexcept;
     // All of a send's data packed into its buffer before anything goes.
     bool pack_all(const Packer &packer, const void *data, size_t length) noexcept;
     // A peer's ring state (Peer::ring_lock), locked only with threads.
@@ -696,7 +700,8 @@ private:
     // of free ones kept with their memory.
     // After arena_: gone before it.
     BufferPool send_buffers_{12, 26, kSendKept};
-    std::unique_ptr<unsigned char[]> pack_stage_; // pack_stage(), made on first use
+    std::unique_ptr<unsigned char[]> pack_stage_; // take_stage(), made on first use
+    SpinLock stage_lock_;                         // with threads: pack_stage_ taken
     // Of inbound_, with more than kPollAllRings (poll_hot_rings; last here, so
     // that the members every message uses keep their places):
     std::vector<shm::Receiver *> hot_;  // polled on every round

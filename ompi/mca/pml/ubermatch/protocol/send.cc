@@ -159,16 +159,18 @@ bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length
     if (packer != nullptr) {
         auto *dest = static_cast<unsigned char *>(const_cast<void *>(data));
         const size_t each = pack_piece(length);
-        unsigned char *const stage = pack_stage(*packer, length);
+        unsigned char *const stage = take_stage(*packer, length);
         for (size_t off = 0; off < length; off += each) {
             const size_t piece = std::min(each, length - off);
             if (!packer->pack(dest, off, piece, stage)) {
+                give_stage(stage);
                 peer.ring->fail_packing();
                 op->status = UM_PROTO_ERROR; // completes as the receiver hands it back
                 return true;
             }
             peer.ring->packed(off + piece);
         }
+        give_stage(stage);
         peer.ring->end_packing();
         ++shm_counts_.pulls_streamed;
     }
@@ -203,18 +205,31 @@ bool Packer::pack(unsigned char *dest, size_t off, size_t length, unsigned char 
     return true;
 }
 
-unsigned char *Protocol::pack_stage(const Packer &packer, size_t length) noexcept {
-    if (!packer.rows || thread_multiple_ || length > kPackStageMax) {
+unsigned char *Protocol::take_stage(const Packer &packer, size_t length) noexcept {
+    if (!packer.rows || length > kPackStageMax || (thread_multiple_ && !stage_lock_.try_lock())) {
         return nullptr;
     }
     if (pack_stage_ == nullptr) {
         pack_stage_.reset(new (std::nothrow) unsigned char[kPackStage]);
     }
-    return pack_stage_.get();
+    unsigned char *stage = pack_stage_.get();
+    if (stage == nullptr && thread_multiple_) {
+        stage_lock_.unlock();
+    }
+    return stage;
+}
+
+void Protocol::give_stage(unsigned char *stage) noexcept {
+    if (stage != nullptr && thread_multiple_) {
+        stage_lock_.unlock();
+    }
 }
 
 bool Protocol::pack_all(const Packer &packer, const void *data, size_t length) noexcept {
-    return packer.pack(static_cast<unsigned char *>(const_cast<void *>(data)), 0, length, pack_stage(packer, length));
+    unsigned char *stage = take_stage(packer, length);
+    const bool ok = packer.pack(static_cast<unsigned char *>(const_cast<void *>(data)), 0, length, stage);
+    give_stage(stage);
+    return ok;
 }
 
 bool Protocol::watch_pulls(shm::Sender &ring) noexcept {

@@ -230,7 +230,8 @@ typedef int (*um_proto_pack_fn)(void *arg, size_t offset, void *dest, size_t len
  * sent); after, the send and its receive complete with UM_PROTO_ERROR.
  * rows: pack writes rows of a cache line or more (with memcpy); a small
  * message is then packed into a stage in this core's cache, and copied into
- * buffer by words (single-threaded; protocol.h, kPackStage). */
+ * buffer by words (with threads, by one thread at a time; protocol.h,
+ * kPackStage). */
 int um_proto_send_packing(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer, int32_t dst,
                           int32_t tag, const um_hint_t *hint, void *buffer, size_t length, int sync,
                           um_proto_send_op_t *op, void *cookie, um_proto_pack_fn pack, void *pack_arg,
