@@ -105,6 +105,14 @@ struct Packing {
         std::memcpy(dest, p->src + offset, length);
         return 0;
     }
+    // Of the calls, those given a place other than their own in buffer (a stage).
+    size_t staged(const unsigned char *buffer) const {
+        size_t k = 0;
+        for (size_t i = 0; i < calls.size(); ++i) {
+            k += dests[i] != buffer + calls[i].first;
+        }
+        return k;
+    }
 };
 
 int send_packing(PullPair &p, int32_t tag, void *buffer, size_t n, Packing &pk, Op &op, bool rows = false) {
@@ -254,11 +262,7 @@ TEST_CASE("protocol: small packed sends of rows go through a stage", "[protocol]
         CHECK(r.status == UM_PROTO_OK);
         CHECK(std::equal(buf.begin(), buf.end(), m.begin()));
         um_proto_send_buffer_return(p.a, buffer, n);
-        size_t staged = 0;
-        for (size_t i = 0; i < pk.calls.size(); ++i) {
-            staged += pk.dests[i] != buffer + pk.calls[i].first;
-        }
-        return std::make_pair(staged, pk.calls.size());
+        return std::make_pair(pk.staged(buffer), pk.calls.size());
     };
     for (const size_t n : {size_t{5000}, size_t{32768}, size_t{65536}}) {
         INFO(n << " bytes of rows: every piece through the stage, in pieces of at most 16 KiB");
@@ -306,13 +310,7 @@ TEST_CASE("protocol: with threads, one small packed send of rows at a time has t
         std::vector<unsigned char> buf;
         int rc = UM_PROTO_ERROR;
         explicit Sent(const unsigned char *src, size_t len) : pk(src), buf(len) {}
-        size_t staged() const {
-            size_t k = 0;
-            for (size_t i = 0; i < pk.calls.size(); ++i) {
-                k += pk.dests[i] != buffer + pk.calls[i].first;
-            }
-            return k;
-        }
+        size_t staged() const { return pk.staged(buffer); }
     };
     const auto send = [&](Sent &x, int32_t t) {
         x.pk.sender = p.b;

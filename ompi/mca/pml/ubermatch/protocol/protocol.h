@@ -243,10 +243,11 @@ inline size_t pack_piece(size_t length) {
 // sub-block into the arena (its memcpy of each 128-byte row), 1.2 us into
 // this core's cache; a bulk copy of the rows from there took 3.5. So a
 // sender packs a message of up to kPackStageMax bytes into a stage (with
-// threads one at a time, the others meanwhile straight) and copies it by words: the sub-block's one-way trip 5.7-5.9 us
-// instead of 10.1 (6.1-6.6 copied by memcpy). From 128 KiB packing straight
-// is as fast or faster, and so are layouts of single words, which the glue
-// packs straight (docs/message-path.md round 14).
+// threads one at a time, the others meanwhile straight) and copies it by
+// words: the sub-block's one-way trip 5.7-5.9 us instead of 10.1 (6.1-6.6
+// copied by memcpy). From 128 KiB packing straight is as fast or faster, and
+// so are layouts of single words, which the glue packs straight
+// (docs/message-path.md round 14).
 constexpr size_t kPackStage = 16 * 1024;
 constexpr size_t kPackStageMax = 64 * 1024;
 
