@@ -8,6 +8,14 @@
  *     checks the original data. MPI_Buffer_detach must return the attached
  *     buffer and size. Three rounds: Bsend, Ibsend + immediate Wait, and Bsend
  *     again with a new, differently sized buffer.
+ *  1b. Buffered space reused: room for one message of 1 MiB, 64 KiB or 16 KiB;
+ *     rank 1 receives it and then says so through a file, which rank 0 polls
+ *     between MPI_Iprobes (progress for a sender that needs it) and 1 ms
+ *     sleeps; rank 0's next MPI_Bsend must find the space free (the message
+ *     was delivered, and the sender has heard of it by then or hears in that
+ *     call), 3 times each size. Skipped where the two ranks are on different
+ *     hosts (the file would not be shared). Stock ob1 may fail it: its buffer
+ *     allocator progresses once after a failure but does not try again.
  *  2. Ready: rank 1 posts MPI_Irecvs (one ANY_SOURCE) for 0 B .. 1 MiB, then
  *     MPI_Barrier; rank 0 MPI_Rsends (then MPI_Irsends) after the barrier.
  *  3. Standard: MPI_Send with the buffer overwritten as soon as Send returns
@@ -78,6 +86,68 @@ static void buffered(int round)
             check_data(buf, &st, peer, 500 + i, bsizes[i], mt_seed(31, (uint64_t)round, (uint64_t)i, 0),
                        round == 1 ? "Ibsend" : "Bsend");
         }
+    }
+    free(buf);
+}
+
+/* Waits for the file rank 1 makes once it has a message, progressing MPI in
+ * between (a probe that finds nothing), so that the file is mostly found after
+ * a sleep: the delivery is then news to the next MPI call. */
+static void wait_for_file(const char *path)
+{
+    for (int ms = 0; access(path, F_OK) != 0; ms++) {
+        int flag;
+        CHECK(ms < 60000, "no %s after 60 s", path);
+        MPI_CHECK(MPI_Iprobe(peer, 1, ctl, &flag, MPI_STATUS_IGNORE));
+        usleep(1000);
+    }
+    unlink(path);
+}
+
+static void reused(void)
+{
+    static const int sizes[3] = {1 << 20, 64 << 10, 16 << 10};
+    char host[MPI_MAX_PROCESSOR_NAME] = {0}, other[MPI_MAX_PROCESSOR_NAME] = {0};
+    int len;
+    MPI_CHECK(MPI_Get_processor_name(host, &len));
+    MPI_CHECK(MPI_Sendrecv(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, peer, 1, other, MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                           peer, 1, ctl, MPI_STATUS_IGNORE));
+    if (strcmp(host, other) != 0) {
+        if (mt_rank == 0)
+            printf("modes: buffered space reused: skipped (ranks on different hosts)\n");
+        return;
+    }
+    long job = (long)getpid();
+    MPI_CHECK(MPI_Bcast(&job, 1, MPI_LONG, 0, ctl));
+    unsigned char *buf = mt_malloc(1 << 20);
+    for (int s = 0; s < 3; s++) {
+        int asize = sizes[s] + MPI_BSEND_OVERHEAD;
+        unsigned char *abuf = mt_malloc((size_t)asize);
+        if (mt_rank == 0)
+            MPI_CHECK(MPI_Buffer_attach(abuf, asize));
+        for (int i = 0; i < 3; i++) {
+            char path[96];
+            snprintf(path, sizeof path, "/tmp/modes-%ld-%d-%d", job, s, i);
+            uint64_t seed = mt_seed(37, (uint64_t)s, (uint64_t)i, 0);
+            if (mt_rank == 0) {
+                mt_fill(buf, (size_t)sizes[s], seed);
+                MPI_CHECK(MPI_Bsend(buf, sizes[s], MPI_BYTE, peer, 550 + i, MPI_COMM_WORLD));
+                wait_for_file(path);
+            } else {
+                MPI_Status st;
+                MPI_CHECK(MPI_Recv(buf, sizes[s], MPI_BYTE, peer, 550 + i, MPI_COMM_WORLD, &st));
+                check_data(buf, &st, peer, 550 + i, sizes[s], seed, "Bsend into reused space");
+                FILE *f = fopen(path, "w");
+                CHECK(f != NULL, "cannot create %s", path);
+                fclose(f);
+            }
+        }
+        if (mt_rank == 0) {
+            void *p;
+            int n;
+            MPI_CHECK(MPI_Buffer_detach(&p, &n));
+        }
+        free(abuf);
     }
     free(buf);
 }
@@ -212,6 +282,7 @@ int main(int argc, char **argv)
     if (active) {
         for (int round = 0; round < 3; round++)
             buffered(round);
+        reused();
     }
     for (int nb = 0; nb < 2; nb++) {
         if (active)
@@ -228,7 +299,7 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Comm_free(&ctl));
     long total = 0;
     MPI_CHECK(MPI_Reduce(&checked, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
-    return mt_finish("%ld receives verified: 3 rounds of 8 outstanding Bsend/Ibsend with attach/detach, Rsend/Irsend "
+    return mt_finish("%ld receives verified: 3 rounds of 8 outstanding Bsend/Ibsend with attach/detach, buffered space reused, Rsend/Irsend "
                      "after barrier, Send/Isend buffer reuse, Sendrecv(_replace), self, MPI_PROC_NULL",
                      total);
 }

@@ -31,7 +31,9 @@
 #   probe          Probe/Iprobe/Mprobe/Improbe, Mrecv/Imrecv
 #   persistent     Send/Recv/Ssend/Bsend/Rsend_init, Start(all), free
 #   ssend          Issend not complete before matched; Ssend 0 B/1 MiB
-#   modes          Bsend (attach/detach), Rsend, standard, self, PROC_NULL
+#   modes          Bsend (attach/detach, space reused once delivered: fails
+#                  on stock ob1 and pml_ucx, which give up), Rsend,
+#                  standard, self, PROC_NULL
 #   cancel         cancel of receives and sends
 #   truncation     MPI_ERR_TRUNCATE and no write past the buffer
 #                  (fails on stock ob1 for rendezvous sizes: ob1 bug)

@@ -127,6 +127,13 @@ static int send_start(mca_pml_ubermatch_request_t *req)
          * carries the data and gives the buffer back. */
         void *copy = mca_pml_base_bsend_request_alloc_buf(size);
         if (NULL == copy) {
+            /* Space of messages already received may wait for their senders'
+             * completion (a pull's hand-back not reaped yet, or another thread
+             * progressing): complete them, then try once more. */
+            um_proto_settle_sends(mca_pml_ubermatch.proto);
+            copy = mca_pml_base_bsend_request_alloc_buf(size);
+        }
+        if (NULL == copy) {
             return MPI_ERR_BUFFER;
         }
         if (OMPI_SUCCESS != mca_pml_ubermatch_pack(&req->convertor, req->buf, req->count,

@@ -65,6 +65,8 @@ void um_proto_address_release(um_proto_t *proto, void *address) {
 
 int um_proto_progress(um_proto_t *proto) { return cxx(proto)->progress(); }
 
+int um_proto_settle_sends(um_proto_t *proto) { return cxx(proto)->settle_sends(); }
+
 um_proto_peer_t *um_proto_connect(um_proto_t *proto, const void *address, size_t length,
                                   int local, char *err, size_t errlen) {
     std::string why;

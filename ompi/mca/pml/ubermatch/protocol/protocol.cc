@@ -196,6 +196,20 @@ int Protocol::progress_shared() {
     return events;
 }
 
+int Protocol::settle_sends() noexcept {
+    if (thread_multiple_) {
+        while (progressing_.exchange(true, std::memory_order_acquire)) {
+            std::this_thread::yield();
+        }
+    }
+    int n = reap_pulls();
+    n += static_cast<int>(ucp_worker_progress(worker_));
+    if (thread_multiple_) {
+        progressing_.store(false, std::memory_order_release);
+    }
+    return n;
+}
+
 // The reserve stands in for failed allocations inside UCX's callbacks, where
 // an arrival cannot wait; refilled here, it covers each burst anew, so that
 // only memory exhausted for a whole burst drops a message (counted).

@@ -411,6 +411,11 @@ public:
         }
         return progress_shared();
     }
+    // One round that completes every send the receivers have finished: the
+    // pulls handed back and what UCX has sent. With threads it waits for a
+    // thread inside progress instead of leaving, so that nothing handed back
+    // before the call is left unreaped (an attached MPI_Bsend buffer's space).
+    int settle_sends() noexcept;
     // local: the peer is on this node (a ring may carry small messages).
     Peer *connect(const void *address, size_t length, bool local, std::string &err);
     void disconnect(Peer **peers, size_t count);

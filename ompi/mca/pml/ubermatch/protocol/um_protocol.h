@@ -134,6 +134,10 @@ void um_proto_address_release(um_proto_t *proto, void *address);
 
 /* Drives UCX; returns the number of events processed. */
 int um_proto_progress(um_proto_t *proto);
+/* One round that completes every send whose receiver has finished with it
+ * (pulls handed back, UCX's sends done); with threads it waits for another
+ * thread's progress round rather than skipping. Returns the events processed. */
+int um_proto_settle_sends(um_proto_t *proto);
 
 /* local: the peer runs on this node (small messages may go through shared memory). */
 um_proto_peer_t *um_proto_connect(um_proto_t *proto, const void *address, size_t length,
