@@ -93,6 +93,12 @@ pulls() {
         grep -q "PASS datatypes" <<<"$out" ||
         { echo "FAIL datatypes' pulls were not packed while out or not read from the sender's shared memory"
           echo "$out" | tail -5; rc=1; }
+    # The same under MPI_THREAD_MULTIPLE: the sender with the ring's packing slot streams.
+    out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_verbose 1 -x MPITEST_THREAD_MULTIPLE=1 \
+        build/test/mpi/datatypes 2>&1)
+    grep -qE 'rank 0: shared-memory rings: .*single-copy pulls \([1-9][0-9]* sent while packed' <<<"$out" &&
+        grep -q "PASS datatypes" <<<"$out" ||
+        { echo "FAIL datatypes under MPI_THREAD_MULTIPLE: pulls not packed while out"; echo "$out" | tail -5; rc=1; }
     MPI_TESTS_ONLY="pingpong datatypes truncation probe ssend persistent alloc_faults" \
         test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_shm_pull 0 || rc=1
     return $rc

@@ -90,10 +90,15 @@ struct Packing {
     std::vector<const void *> dests;
     std::atomic<int> started{0}; // pack calls begun, for other threads
     bool record_first = false;
+    const Op *send_op = nullptr; // its completion is watched while packing
+    bool done_while_packing = false;
     static int pack(void *arg, size_t offset, void *dest, size_t length) {
         auto *p = static_cast<Packing *>(arg);
         if (p->calls.empty()) {
             p->record_first = shm_of(p->sender).pulls_sent == p->pulls_before + 1;
+        }
+        if (p->send_op != nullptr && __atomic_load_n(&p->send_op->done, __ATOMIC_ACQUIRE)) {
+            p->done_while_packing = true;
         }
         p->calls.emplace_back(offset, length);
         p->dests.push_back(dest);
@@ -355,6 +360,116 @@ TEST_CASE("protocol: with threads, one small packed send of rows at a time has t
         CHECK(second.staged() == 0);
         arrive(first, 2);
         arrive(second, 3);
+    }
+}
+
+// With threads a packed send streams too, one at a time per ring: the sender
+// that takes the ring's packing slot pushes the record and packs after it,
+// outside the ring's lock; another that comes meanwhile packs whole first. A
+// receive shorter than the message hands the pull back before it is all
+// packed: the send completes only once its packing is done.
+TEST_CASE("protocol: with threads, a packed send streams while its receiver unpacks",
+          "[protocol][shm][pull][threads]") {
+    Pair p(0, 1024, true, 0, true); // b runs with thread_multiple and sends
+    um_proto_comm_t *ca = p.comm(p.a, 37);
+    um_proto_comm_t *cb = p.comm(p.b, 37);
+    const um_hint_t hint{};
+    const size_t n = 300000; // 10 pieces of 32 KiB
+    const auto m = pattern(n, 37);
+    {
+        INFO("b's ring to a up");
+        Op s, r;
+        std::vector<unsigned char> buf(8);
+        REQUIRE(Pair::post_at(p.a, ca, 1, 0, buf.data(), buf.size(), r) == UM_PROTO_OK);
+        REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, 0, &hint, m.data(), 8, 0, &s.send, &s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.b).rings_out == 1; }));
+    }
+    struct Sent {
+        unsigned char *buffer = nullptr;
+        Packing pk;
+        Op s, r;
+        std::vector<unsigned char> buf;
+        int rc = UM_PROTO_ERROR;
+        Sent(const unsigned char *src, size_t len, um_proto_t *sender) : pk(src), buf(len) {
+            buffer = static_cast<unsigned char *>(um_proto_send_buffer(sender, len));
+        }
+    };
+    const auto send = [&](Sent &x, int32_t t) {
+        x.pk.sender = p.b;
+        x.pk.pulls_before = shm_of(p.b).pulls_sent;
+        x.rc = um_proto_send_packing(p.b, cb, p.b_to_a, 0, t, &hint, x.buffer, n, 0, &x.s.send, &x.s, Packing::pack,
+                                     &x.pk, 0);
+    };
+    const auto arrive = [&](Sent &x, int32_t t) {
+        REQUIRE(Pair::post_at(p.a, ca, 1, t, x.buf.data(), n, x.r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return x.r.done && x.s.done; }));
+        CHECK(x.r.status == UM_PROTO_OK);
+        CHECK(x.s.status == UM_PROTO_OK);
+        CHECK(x.buf == m);
+        um_proto_send_buffer_return(p.b, x.buffer, n);
+    };
+    {
+        INFO("a lone sender: the record first, then the pieces in order");
+        Sent x(m.data(), n, p.b);
+        REQUIRE(x.buffer != nullptr);
+        const uint64_t streamed = shm_of(p.b).pulls_streamed;
+        send(x, 1);
+        REQUIRE(x.rc == UM_PROTO_OK);
+        CHECK(x.pk.record_first);
+        REQUIRE(x.pk.calls.size() == 10);
+        for (size_t i = 0; i < x.pk.calls.size(); ++i) {
+            CHECK(x.pk.calls[i].first == i * 32768);
+        }
+        CHECK(shm_of(p.b).pulls_streamed == streamed + 1);
+        arrive(x, 1);
+    }
+    {
+        INFO("a second sender while the first streams: packed whole first");
+        Sent first(m.data(), n, p.b), second(m.data(), n, p.b);
+        REQUIRE(first.buffer != nullptr);
+        REQUIRE(second.buffer != nullptr);
+        first.pk.nap = std::chrono::milliseconds(10); // holds the packing slot a while
+        std::thread t1([&] { send(first, 2); });
+        while (first.pk.started.load(std::memory_order_acquire) == 0) {
+            std::this_thread::yield();
+        }
+        send(second, 3); // meanwhile, on this thread
+        const size_t first_packed_then = static_cast<size_t>(first.pk.started.load(std::memory_order_acquire));
+        t1.join();
+        REQUIRE(first.rc == UM_PROTO_OK);
+        REQUIRE(second.rc == UM_PROTO_OK);
+        CHECK(first.pk.record_first);
+        CHECK(first_packed_then < 10); // the second went while the first still packed
+        CHECK_FALSE(second.pk.record_first);
+        CHECK(second.pk.calls.size() == 1);
+        arrive(first, 2);
+        arrive(second, 3);
+    }
+    {
+        INFO("a receive shorter than the message: the send completes once all is packed");
+        Sent x(m.data(), n, p.b);
+        REQUIRE(x.buffer != nullptr);
+        x.pk.nap = std::chrono::milliseconds(3);
+        x.pk.send_op = &x.s;
+        REQUIRE(Pair::post_at(p.a, ca, 1, 4, x.buf.data(), 1000, x.r) == UM_PROTO_OK);
+        std::atomic<bool> stop{false};
+        std::thread progress([&] { // a (single-threaded) only here meanwhile
+            while (!stop.load(std::memory_order_acquire)) {
+                um_proto_progress(p.a);
+                um_proto_progress(p.b);
+            }
+        });
+        send(x, 4);
+        stop.store(true, std::memory_order_release);
+        progress.join();
+        REQUIRE(x.rc == UM_PROTO_OK);
+        CHECK(x.pk.record_first);
+        CHECK(x.pk.calls.size() == 10);
+        REQUIRE(p.until([&] { return x.r.done && x.s.done; }));
+        CHECK(x.r.received < n); // handed back after its 1000 bytes
+        CHECK_FALSE(x.pk.done_while_packing);
+        CHECK(std::equal(x.buf.begin(), x.buf.begin() + 1000, m.begin()));
+        um_proto_send_buffer_return(p.b, x.buffer, n);
     }
 }
 

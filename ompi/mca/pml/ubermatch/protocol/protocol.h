@@ -297,6 +297,9 @@ struct Peer {
     // With MPI_THREAD_MULTIPLE: ring, shm and offered, and the ring's sender
     // end (one writer at a time), are under this lock.
     SpinLock ring_lock;
+    // With MPI_THREAD_MULTIPLE: the ring's packing slot (one pull streamed at
+    // a time), held from before its record is pushed until it is all packed.
+    SpinLock pack_slot;
 };
 
 // Matching is in one of two: `engine`, under the core's lock when threads
@@ -458,9 +461,12 @@ public:
         Guard pool(pool_lock());
         send_buffers_.put(p, length);
     }
-    // MPI_THREAD_MULTIPLE: numbers op and pushes it to the peer's ring if it can.
-    bool push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data, size_t length, SendOp *op,
-                     bool pull);
+    // MPI_THREAD_MULTIPLE: numbers op and pushes it to the peer's ring if it
+    // can; with a packer (the packing slot taken), streamed, or kUnpacked:
+    // nothing numbered, the data must be packed whole first.
+    enum class Push { kPushed, kNotPushed, kUnpacked };
+    Push push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data, size_t length, SendOp *op,
+                     bool pull, const Packer *packer);
     // Single-threaded only: a send UCX finishes inside the call, or nothing.
     // Inline: with the glue's inline part, this is all of a small MPI_Send.
     bool send_now(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
@@ -522,7 +528,20 @@ private:
     int poll_ring(shm::Receiver *in) noexcept;
     bool ring_arrival(const shm::RecordHeader &r, const void *payload, shm::Receiver *ring) noexcept;
     // send.cc: a message the receiver reads from our memory; false: not now.
-    bool push_pull(Peer &peer, SendOp *op, const void *data, size_t length, const Packer *packer);
+    // With `streamed`, the record goes before the data: stream() packs it.
+    bool push_pull(Peer &peer, SendOp *op, const void *data, size_t length, bool streamed);
+    // Packs a pushed, streamed pull piece by piece, frees the packing slot and
+    // gives op its own completion (push_pull counted it).
+    void stream(Peer &peer, shm::Sender &ring, SendOp *op, const void *data, size_t length,
+                const Packer &packer) noexcept;
+    // The packing slot of peer's ring for a send of data from the arena;
+    // false: it is packed whole before anything goes.
+    bool take_pack_slot(Peer &peer, const void *data, size_t length) noexcept;
+    void give_pack_slot(Peer &peer) noexcept {
+        if (thread_multiple_) {
+            peer.pack_slot.unlock();
+        }
+    }
     int reap_pulls() noexcept; // pulls the receivers have finished
     // A ring whose receiver pulls from now on; false: no memory to watch it
     // (then the peer does without pulls). From progress: with threads inside its

@@ -13,11 +13,9 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     if (dst < 0 || dst >= comm->remote_size) {
         return UM_PROTO_ERROR;
     }
-    // Packing streams only into a pull from the arena, by one thread (the
-    // ring's packing slot has one writer); anything else is packed whole now.
-    if (packer != nullptr && (thread_multiple_ || !shm_pull_ || !pull_size(length) || !peer->pull ||
-                              peer->ring == nullptr || arena_ == nullptr || !arena_->holds(data, length) ||
-                              !peer->ring->may_stream())) {
+    // Packing streams only into a pull from the arena, by the sender that has
+    // the ring's packing slot; anything else is packed whole now.
+    if (packer != nullptr && !take_pack_slot(*peer, data, length)) {
         if (!pack_all(*packer, data, length)) {
             return UM_PROTO_ERROR;
         }
@@ -33,10 +31,28 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     bool numbered = false; // push_shared took the message's number
     const bool pull = shm_pull_ && pull_size(length);
     if (thread_multiple_ && (pull || (!sync && length <= shm_limit_))) {
-        if (push_shared(comm, peer, dst, data, length, op, pull)) {
+        Push pushed = push_shared(comm, peer, dst, data, length, op, pull, packer);
+        if (pushed == Push::kUnpacked) {
+            give_pack_slot(*peer);
+            if (!pack_all(*packer, data, length)) {
+                return UM_PROTO_ERROR; // nothing numbered, nothing sent
+            }
+            packer = nullptr;
+            pushed = push_shared(comm, peer, dst, data, length, op, pull, nullptr);
+        }
+        if (pushed == Push::kPushed) {
             return UM_PROTO_OK;
         }
         numbered = true;
+        if (packer != nullptr) {
+            // Not expected (push_shared saw room under the same lock), but the
+            // number is taken: the message goes, and a failed packing fails
+            // the send.
+            give_pack_slot(*peer);
+            if (!pack_all(*packer, data, length)) {
+                op->status = UM_PROTO_ERROR;
+            }
+        }
     } else if (!sync && length <= shm_limit_ && !(pull && peer->pull)) {
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         op->hdr.seq = seq;
@@ -52,8 +68,11 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     } else if (pull) {
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         op->hdr.seq = seq;
-        if (peer->pull && push_pull(*peer, op, data, length, packer)) {
+        if (peer->pull && push_pull(*peer, op, data, length, packer != nullptr)) {
             ++seq;
+            if (packer != nullptr) {
+                stream(*peer, *peer->ring, op, data, length, *packer);
+            }
             return UM_PROTO_OK;
         }
         if (packer != nullptr && !pack_all(*packer, data, length)) {
@@ -96,33 +115,50 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
 // one peer). Its number is taken inside the lock, so a ring's records are in
 // order; one that then goes through UCX (ring full, or not ready) keeps it, and
 // the receiver holds whichever of the two paths brings a later number first
-// (arrival.cc).
-bool Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data, size_t length,
-                           SendOp *op, bool pull) {
+// (arrival.cc). A streamed pull is numbered only where its record will go
+// (kUnpacked otherwise), as its data is not packed yet; it is packed after
+// the lock, so that other threads' records to the peer do not wait for it.
+Protocol::Push Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data,
+                                     size_t length, SendOp *op, bool pull, const Packer *packer) {
     bool first = false;
+    shm::Sender *streaming = nullptr;
     {
         std::lock_guard<SpinLock> lock(peer->ring_lock);
+        if (packer != nullptr &&
+            !(pull && peer->pull && peer->ring->may_stream() &&
+              peer->ring->may_push_pull(reinterpret_cast<uint64_t>(op)))) {
+            return Push::kUnpacked;
+        }
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         op->hdr.seq = __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED);
         if (pull && peer->pull) {
-            if (push_pull(*peer, op, data, length, nullptr)) {
-                return true;
+            if (push_pull(*peer, op, data, length, packer != nullptr)) {
+                if (packer == nullptr) {
+                    return Push::kPushed;
+                }
+                streaming = peer->ring;
             }
         } else if (length <= shm_limit_ && !(op->hdr.flags & kFlagSync) && peer->ring != nullptr &&
                    peer->ring->push(op->hdr, data, length)) {
             __atomic_fetch_add(&shm_counts_.sent, uint64_t{1}, __ATOMIC_RELAXED);
             send_event(op, UM_PROTO_OK);
-            return true;
+            return Push::kPushed;
         }
-        first = peer->shm == Peer::kWanted;
-        if (first) {
-            peer->shm = Peer::kOffered; // this thread offers; the others go on through UCX
+        if (streaming == nullptr) {
+            first = peer->shm == Peer::kWanted;
+            if (first) {
+                peer->shm = Peer::kOffered; // this thread offers; the others go on through UCX
+            }
         }
+    }
+    if (streaming != nullptr) {
+        stream(*peer, *streaming, op, data, length, *packer);
+        return Push::kPushed;
     }
     if (first) {
         offer(*peer); // outside the lock: the reply's callback takes it inside UCX's
     }
-    return false;
+    return Push::kNotPushed;
 }
 
 // op, numbered, as a pull (with threads under the peer's ring lock): the
@@ -131,50 +167,69 @@ bool Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data
 // it, synchronous or not: it was matched. With threads the hand-back may be
 // reaped as soon as the record is out, so op and the count are set first.
 //
-// With a packer (data in the arena) the record goes before the data: the
-// receiver, once matched, unpacks each piece as the ring's packing slot
-// says it is there, while this call packs the next (docs/message-path.md
-// round 13). Not pushed, data is still to be packed; pushed, packing that
-// fails marks the pull failed for the receiver and the send's status.
-bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length, const Packer *packer) {
+// Streamed (data in the arena, the packing slot this sender's), the record
+// goes before the data: the receiver, once matched, unpacks each piece as the
+// ring's packing slot says it is there, while stream() packs the next
+// (docs/message-path.md round 13). op then waits for stream() as well: a
+// receive shorter than the message may hand it back before all is packed.
+bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length, bool streamed) {
     const int pending = op->pending;
-    op->pending = 1;
+    op->pending = streamed ? 2 : 1;
     pulls_out_.fetch_add(1, std::memory_order_relaxed);
     const auto address = reinterpret_cast<uint64_t>(data);
     if (arena_ != nullptr && arena_->holds(data, length)) {
         peer.ring->name_arena(*arena_);
     }
-    if (packer != nullptr) {
+    if (streamed) {
         peer.ring->begin_packing(address);
     }
     if (!peer.ring->push_pull(op->hdr, data, length, reinterpret_cast<uint64_t>(op))) {
         pulls_out_.fetch_sub(1, std::memory_order_relaxed);
         op->pending = pending;
-        if (packer != nullptr) {
+        if (streamed) {
             peer.ring->end_packing();
         }
         return false; // the ring or its return slots are full: UCX's rendezvous
     }
     __atomic_fetch_add(&shm_counts_.pulls_sent, uint64_t{1}, __ATOMIC_RELAXED);
-    if (packer != nullptr) {
-        auto *dest = static_cast<unsigned char *>(const_cast<void *>(data));
-        const size_t each = pack_piece(length);
-        unsigned char *const stage = take_stage(*packer, length);
-        for (size_t off = 0; off < length; off += each) {
-            const size_t piece = std::min(each, length - off);
-            if (!packer->pack(dest, off, piece, stage)) {
-                give_stage(stage);
-                peer.ring->fail_packing();
-                op->status = UM_PROTO_ERROR; // completes as the receiver hands it back
-                return true;
-            }
-            peer.ring->packed(off + piece);
-        }
-        give_stage(stage);
-        peer.ring->end_packing();
-        ++shm_counts_.pulls_streamed;
-    }
     return true;
+}
+
+// Packing that fails marks the pull failed for the receiver and the send's
+// status.
+void Protocol::stream(Peer &peer, shm::Sender &ring, SendOp *op, const void *data, size_t length,
+                      const Packer &packer) noexcept {
+    auto *dest = static_cast<unsigned char *>(const_cast<void *>(data));
+    const size_t each = pack_piece(length);
+    unsigned char *const stage = take_stage(packer, length);
+    int status = UM_PROTO_OK;
+    for (size_t off = 0; off < length; off += each) {
+        const size_t piece = std::min(each, length - off);
+        if (!packer.pack(dest, off, piece, stage)) {
+            status = UM_PROTO_ERROR;
+            break;
+        }
+        ring.packed(off + piece);
+    }
+    give_stage(stage);
+    if (status == UM_PROTO_OK) {
+        ring.end_packing();
+        __atomic_fetch_add(&shm_counts_.pulls_streamed, uint64_t{1}, __ATOMIC_RELAXED);
+    } else {
+        ring.fail_packing();
+    }
+    give_pack_slot(peer);
+    send_event(op, status);
+}
+
+bool Protocol::take_pack_slot(Peer &peer, const void *data, size_t length) noexcept {
+    if (!shm_pull_ || !pull_size(length) || arena_ == nullptr || !arena_->holds(data, length)) {
+        return false;
+    }
+    if (thread_multiple_) {
+        return peer.pack_slot.try_lock(); // the ring's state is read under its lock (push_shared)
+    }
+    return peer.pull && peer.ring != nullptr && peer.ring->may_stream();
 }
 
 // A word at a time, not memcpy (see kPackStage); volatile, so that the

@@ -198,12 +198,8 @@ public:
         const size_t need = cells_for(length);
         size_t index = static_cast<size_t>(head_ & mask_);
         const size_t pad = index + need > cells_ ? cells_ - index : 0;
-        const uint64_t end = head_ + pad + need + 1; // + 1: the cell after the record
-        if (end - tail_ > cells_) {
-            tail_ = seg_->tail.position.load(std::memory_order_acquire);
-            if (end - tail_ > cells_) {
-                return false;
-            }
+        if (!room(pad + need)) {
+            return false;
         }
         if (pad != 0) {
             // Cell 0, after the pad, starts a record on every lap (none wraps):
@@ -272,11 +268,22 @@ public:
         return !failed_;
     }
 
+    // Whether push_pull() of `sender` would find room now; it then does, as
+    // long as no other record goes first (the receiver only frees cells).
+    bool may_push_pull(uint64_t sender) {
+        if (!return_slot_free(sender)) {
+            return false;
+        }
+        const size_t need = cells_for(sizeof(PullDescriptor));
+        const size_t index = static_cast<size_t>(head_ & mask_);
+        return room((index + need > cells_ ? cells_ - index : 0) + need);
+    }
+
     // A message the receiver reads from `data` (which stays valid until
     // reap() hands `sender` back); false when the ring or the return slots
     // are full, or `sender` cannot be handed back in a slot.
     bool push_pull(const WireHeader &h, const void *data, size_t length, uint64_t sender) {
-        if (pulls_out() == kReturns || (sender >> kLapShift) != 0 || (sender & 7) != 0) {
+        if (!return_slot_free(sender)) {
             return false;
         }
         WireHeader pull = h;
@@ -317,6 +324,19 @@ private:
     bool held_payload(size_t cell) const { return (payload_[cell >> 6] >> (cell & 63)) & 1; }
     void mark_stamp(size_t cell) { payload_[cell >> 6] &= ~(uint64_t{1} << (cell & 63)); }
     void mark_payload(size_t from, size_t to); // [from, to) within the ring; a record's own stamp cell is not in it
+    // Room for `cells` from the head, and the cell after them (the next
+    // record's stamp); tail_ is read again only when the last one read is short.
+    bool room(size_t cells) {
+        const uint64_t end = head_ + cells + 1;
+        if (end - tail_ > cells_) {
+            tail_ = seg_->tail.position.load(std::memory_order_acquire);
+        }
+        return end - tail_ <= cells_;
+    }
+    // A pull of this sender's cookie may be handed back in a free return slot.
+    bool return_slot_free(uint64_t sender) const {
+        return pulls_out() != kReturns && (sender >> kLapShift) == 0 && (sender & 7) == 0;
+    }
 
     Segment *seg_ = nullptr;
     uint32_t cells_ = 0;
