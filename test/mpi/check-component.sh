@@ -4,14 +4,16 @@
 # start-up with a message that names the valid choices, and coll/ubermatch
 # reports collectives to the PML under pml ubermatch and stays out of the way
 # under ob1.
-# usage: test/mpi/check-component.sh PROGRAM "list, perpeer, ..." [COLL_PROGRAM]
+# usage: test/mpi/check-component.sh PROGRAM "list, perpeer, ..." [COLL_PROGRAM [NEWCOMM]]
 #   PROGRAM: an MPI program to start (e.g. pingpong_demo); then the registered
 #   backends as the engine names them (engine_demo --list-backends, joined by ", ");
-#   COLL_PROGRAM: examples/mpi/coll_demo (default: beside PROGRAM).
+#   COLL_PROGRAM: examples/mpi/coll_demo (default: beside PROGRAM);
+#   NEWCOMM: the MPI test newcomm (default: build/test/mpi/newcomm of PROGRAM's tree).
 set -uo pipefail
 program=${1:?usage: check-component.sh PROGRAM BACKENDS [COLL_PROGRAM]}
 backends=${2:?usage: check-component.sh PROGRAM BACKENDS [COLL_PROGRAM]}
 coll_program=${3:-$(dirname "$program")/coll_demo}
+newcomm=${4:-$(dirname "$program")/../../test/mpi/newcomm}
 failed=0
 check() { # description, command...
     local what=$1
@@ -25,7 +27,7 @@ check() { # description, command...
 }
 
 info=$(ompi_info --param pml ubermatch --level 9 2>&1)
-for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit shm_pull assertions hwloc threading priority; do
+for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit shm_pull assertions hwloc threading priority max_contextid; do
     check "ompi_info lists pml_ubermatch_$param" grep -q "parameter \"pml_ubermatch_$param\"" <<<"$info"
 done
 check "ompi_info names the valid backends" grep -qF "Valid values: $backends" <<<"$info"
@@ -88,6 +90,20 @@ for bins in 0 257; do
     check "tailq_bins = $bins names the range" grep -qF "pml_ubermatch_tailq_bins = $bins is out of range; valid values are 1 .. 256" <<<"$out"
 done
 check "ompi_info lists tailq_bins" grep -q 'parameter "pml_ubermatch_tailq_bins"' <<<"$(ompi_info --param pml ubermatch --level 9)"
+check "max_contextid defaults to ob1's 65535" grep -q 'parameter "pml_ubermatch_max_contextid" (current value: "65535"' <<<"$info"
+for max in 10 4294967295; do
+    out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_max_contextid $max "$program" 2>&1)
+    rc=$?
+    check "max_contextid = $max fails start-up" test $rc -ne 0
+    check "max_contextid = $max names the range" grep -qF "pml_ubermatch_max_contextid = $max is out of range; valid values are 64 .. 4294967294" <<<"$out"
+done
+# The limit holds: with 100 context ids the 100th MPI_Comm_dup fails (an error,
+# not an abort), and once the communicators are freed a dup works again.
+out=$(timeout 120 mpirun -np 4 --mca pml ubermatch --mca pml_ubermatch_max_contextid 100 -x NEWCOMM_LIMIT=100 \
+    "$newcomm" 2>&1)
+check "max_contextid = 100: a dup refused before the 100th, then freed and made again" \
+    grep -qE "newcomm: round F: [0-9]+ dups made, the next refused" <<<"$out"
+check "max_contextid = 100: newcomm passes" grep -q "PASS newcomm" <<<"$out"
 
 # auto: list_at must stay below index_at (the hysteresis gap).
 out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_backend auto --mca pml_ubermatch_index_at 16 --mca pml_ubermatch_list_at 16 "$program" 2>&1)

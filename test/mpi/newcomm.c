@@ -19,6 +19,10 @@
  *     ANY_TAG: each communicator must deliver its own message only.
  *  E. The eight are freed and eight new ones created (context ids are
  *     reused), and D repeated with new payloads: nothing stale may appear.
+ *  F. Only with NEWCOMM_LIMIT=L (the run limits context ids to L, e.g.
+ *     pml_ubermatch_max_contextid): MPI_Comm_dup until one fails; it must
+ *     fail (an error returned, nothing aborted) before L dups, the last one
+ *     made must carry a message, and once they are freed a dup works again.
  * MPI calls: Comm_dup, Comm_split, Comm_create, Comm_group, Group_incl,
  * Comm_free, Isend, Send, Recv, Waitall, Comm_rank, Comm_size.
  */
@@ -88,6 +92,35 @@ static void many(int round)
     free(req);
     for (int i = 0; i < K; i++)
         MPI_CHECK(MPI_Comm_free(&c[i]));
+}
+
+/* Dups until one fails (collectively: every rank's dup fails or none does). */
+static void exhaust(int limit)
+{
+    CHECK(limit > 0, "NEWCOMM_LIMIT=%d", limit);
+    MPI_Comm *made = mt_malloc(sizeof(MPI_Comm) * (size_t)limit);
+    int n = 0, rc = MPI_SUCCESS;
+    while (n < limit) {
+        rc = MPI_Comm_dup(MPI_COMM_WORLD, &made[n]);
+        if (rc != MPI_SUCCESS)
+            break;
+        n++;
+    }
+    CHECK(rc != MPI_SUCCESS, "round F: %d dups made, none refused (the limit was %d)", n, limit);
+    CHECK(n > 0, "round F: the first dup failed already");
+    if (mt_rank == 0)
+        send_to_all(made[n - 1], 66, 6);
+    else
+        expect_int(made[n - 1], 0, 6, 66, 0, "round F (the last communicator made)");
+    for (int i = 0; i < n; i++)
+        MPI_CHECK(MPI_Comm_free(&made[i]));
+    MPI_Comm again;
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &again));
+    MPI_CHECK(MPI_Comm_free(&again));
+    if (mt_rank == 0)
+        printf("newcomm: round F: %d dups made, the next refused (%s), all freed, a dup works again\n", n,
+               mt_errstr(rc));
+    free(made);
 }
 
 int main(int argc, char **argv)
@@ -161,6 +194,12 @@ int main(int argc, char **argv)
     /* D, E */
     many(0);
     many(1);
+
+    /* F */
+    const char *limit_env = getenv("NEWCOMM_LIMIT");
+    if (limit_env != NULL) {
+        exhaust(atoi(limit_env));
+    }
 
     long total = 0;
     MPI_CHECK(MPI_Reduce(&checked, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));

@@ -46,7 +46,8 @@
 #   collectives    blocking and nonblocking collectives, world + split
 #   coll_variants  the other collectives: v/w variants, scans,
 #                  reduce_scatter, intercommunicator, neighbourhood
-#   newcomm        sends right after Comm_dup/split/create
+#   newcomm        sends right after Comm_dup/split/create (NEWCOMM_LIMIT=L:
+#                  dups until one is refused, below L)
 #   rma            Put/Get/Accumulate/atomics: fence, lock, lock_all+flush, PSCW
 #   lifetime       communicators and datatypes freed with operations
 #                  pending (receive posted, unexpected, rendezvous)

@@ -46,7 +46,7 @@ mca_pml_ubermatch_module_t mca_pml_ubermatch = {
         .pml_mrecv = mca_pml_ubermatch_mrecv,
         .pml_dump = mca_pml_ubermatch_dump,
         .pml_ft_event = mca_pml_ubermatch_ft_event,
-        .pml_max_contextid = UINT32_MAX - 1, /* the wire carries 32 bits */
+        .pml_max_contextid = 65535, /* pml_ubermatch_max_contextid, set at start-up */
         .pml_max_tag = INT_MAX,
         .pml_flags = 0,
     },
@@ -129,6 +129,12 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
         return OMPI_ERR_BAD_PARAM;
     }
     config.tailq_bins = cfg->tailq_bins;
+    if (cfg->max_contextid < 64 || cfg->max_contextid > PML_UM_MAX_CONTEXTID) {
+        opal_output(0, "pml_ubermatch: cannot start: pml_ubermatch_max_contextid = %u is out of range; "
+                    "valid values are 64 .. %u", cfg->max_contextid, (unsigned) PML_UM_MAX_CONTEXTID);
+        return OMPI_ERR_BAD_PARAM;
+    }
+    mca_pml_ubermatch.super.pml_max_contextid = cfg->max_contextid;
     if (config.tailq && enable_mpi_threads && NULL != cfg->trace && '\0' != cfg->trace[0]) {
         /* The trace records one engine per communicator; tail queues have two. */
         if (0 == OMPI_PROC_MY_NAME->vpid) {

@@ -51,7 +51,11 @@ typedef struct mca_pml_ubermatch_config {
     char *assertions;   /* honour or ignore communicators' info assertions */
     char *threading;    /* MPI_THREAD_MULTIPLE matching: "global" (one lock) or "tailq" */
     int tailq_bins;     /* with tailq: bins of each communicator's tail queues, 1 .. 256 */
+    unsigned int max_contextid; /* communicators at once (context ids), 64 .. PML_UM_MAX_CONTEXTID */
 } mca_pml_ubermatch_config_t;
+
+/* The wire carries 32 bits of context id; Open MPI's search stops below the maximum. */
+#define PML_UM_MAX_CONTEXTID (UINT32_MAX - 1)
 
 typedef struct mca_pml_ubermatch_module {
     mca_pml_base_module_t super;

@@ -268,6 +268,14 @@ static int mca_pml_ubermatch_component_register(void)
                         "waits, every call does (docs/tail-queues.md, \"Bins\"). 1 .. 256; 1: no bins",
                         MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &cfg->tailq_bins);
 
+    cfg->max_contextid = 65535; /* ob1's */
+    (void) register_var("max_contextid",
+                        "Most communicators a process may have at once (their context ids): "
+                        "creating one more fails (MPI_ERR_INTERN from Open MPI's communicator "
+                        "code), as under ob1, whose limit this default is; pml_ucx's is 1048575. "
+                        "Set it the same in every process. 64 .. 4294967294 (the wire's 32 bits)",
+                        MCA_BASE_VAR_TYPE_UNSIGNED_INT, OPAL_INFO_LVL_5, &cfg->max_contextid);
+
     rc = mca_pml_ubermatch_assert_register();
     if (rc < 0) {
         return rc;
