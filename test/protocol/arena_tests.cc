@@ -473,6 +473,65 @@ TEST_CASE("protocol: with threads, a packed send streams while its receiver unpa
     }
 }
 
+// To a peer no ring reaches (another node) a packed send is packed by UCX as
+// it sends, fragment by fragment into its own buffers (a generic datatype),
+// not whole into the send buffer first; the receiver takes such a message
+// in pieces whatever its size. A piece that fails to pack fails the send.
+TEST_CASE("protocol: through UCX, a packed send is packed by UCX as it sends", "[protocol][pack]") {
+    Pair p; // no rings: every send goes through UCX
+    um_proto_comm_t *ca = p.comm(p.a, 41);
+    um_proto_comm_t *cb = p.comm(p.b, 41);
+    const um_hint_t hint{};
+    const auto m = pattern(size_t{2} << 20, 41);
+    int tag = 0;
+    const auto send = [&](size_t n, Packing &pk, Op &s, std::vector<unsigned char> &buffer) {
+        pk.sender = p.a;
+        return um_proto_send_packing(p.a, ca, p.a_to_b, 1, ++tag, &hint, buffer.data(), n, 0, &s.send, &s,
+                                     Packing::pack, &pk, 0);
+    };
+    for (const size_t n : {size_t{20000}, size_t{300000}, size_t{2} << 20}) {
+        INFO(n << " bytes: packed by UCX in its own buffers, received whole and in pieces");
+        std::vector<unsigned char> buffer(n);
+        Packing pk(m.data()), pk2(m.data());
+        Op s, r, s2, r2;
+        std::vector<unsigned char> buf(n);
+        REQUIRE(send(n, pk, s, buffer) == UM_PROTO_OK);
+        REQUIRE(p.post(cb, 0, tag, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.status == UM_PROTO_OK);
+        CHECK(s.status == UM_PROTO_OK);
+        CHECK(std::equal(buf.begin(), buf.end(), m.begin()));
+        REQUIRE_FALSE(pk.calls.empty());
+        CHECK(pk.staged(buffer.data()) == pk.calls.size()); // never into the send buffer
+        CHECK(pk.calls.front().first == 0);
+        if (n > 65536) {
+            CHECK(pk.calls.size() > 1); // fragment by fragment
+        }
+        REQUIRE(send(n, pk2, s2, buffer) == UM_PROTO_OK);
+        REQUIRE(p.post(cb, 0, tag, nullptr, n, r2) == UM_PROTO_OK); // non-contiguous
+        REQUIRE(p.until([&] { return r2.done && s2.done; }));
+        CHECK(r2.status == UM_PROTO_OK);
+        CHECK(std::equal(r2.unpacked.begin(), r2.unpacked.end(), m.begin()));
+        CHECK(r2.unpacked.size() == n);
+        if (n > ubermatch::protocol::kRndvUnpackMax) {
+            CHECK(r2.unpack_pieces > 1); // past kRndvUnpackMax too: no scratch copy
+        }
+    }
+    {
+        INFO("a piece that fails to pack fails the send");
+        const size_t n = 300000;
+        std::vector<unsigned char> buffer(n);
+        Packing pk(m.data());
+        pk.fail_at = 0;
+        Op s, r;
+        std::vector<unsigned char> buf(n);
+        REQUIRE(send(n, pk, s, buffer) == UM_PROTO_OK);
+        REQUIRE(p.post(cb, 0, tag, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(s.status == UM_PROTO_ERROR);
+    }
+}
+
 // What the pool releases of the arena goes back to the system: its pages read
 // as zeros after, and the arena's other bytes are untouched.
 TEST_CASE("protocol: the arena's released pages go back to the system", "[protocol][shm]") {

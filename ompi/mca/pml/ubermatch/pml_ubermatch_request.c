@@ -115,7 +115,6 @@ static int send_start(mca_pml_ubermatch_request_t *req)
     um_proto_peer_t *peer = mca_pml_ubermatch_peer(comm, req->peer);
     const void *data = mca_pml_ubermatch_contiguous_base(req->buf, req->count, req->datatype);
     mca_pml_ubermatch_request_t *wire = req; /* the request the transfer completes */
-    mca_pml_ubermatch_gather_t gather; /* req->packed's data, packed as it is sent */
     um_hint_t hint;
     int rc;
 
@@ -156,8 +155,13 @@ static int send_start(mca_pml_ubermatch_request_t *req)
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
         /* Packed by the protocol as it sends: where it can, after the record
-         * went out, while the receiver unpacks. */
-        mca_pml_ubermatch_gather_init(&gather, &req->convertor, req->buf, req->count, req->datatype);
+         * went out, while the receiver unpacks; through UCX, by UCX fragment
+         * by fragment. The convertor is cleaned when the request is released. */
+        if (req->convertor_used) { /* a persistent send's earlier message */
+            opal_convertor_cleanup(&req->convertor);
+        }
+        mca_pml_ubermatch_gather_init(&req->gather, &req->convertor, req->buf, req->count, req->datatype);
+        req->convertor_used = !req->gather.strided;
     }
 
     mca_pml_ubermatch_hint(req->tag, size, comm, &hint);
@@ -165,9 +169,8 @@ static int send_start(mca_pml_ubermatch_request_t *req)
         rc = um_proto_send_packing(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer,
                                    req->peer, req->tag, &hint, req->packed, size,
                                    MCA_PML_BASE_SEND_SYNCHRONOUS == req->mode, &wire->send, wire,
-                                   mca_pml_ubermatch_gather, &gather,
-                                   mca_pml_ubermatch_gather_rows(&gather));
-        mca_pml_ubermatch_gather_fini(&gather);
+                                   mca_pml_ubermatch_gather, &req->gather,
+                                   mca_pml_ubermatch_gather_rows(&req->gather));
     } else {
         rc = um_proto_send(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer, req->peer,
                            req->tag, &hint, data, size, MCA_PML_BASE_SEND_SYNCHRONOUS == req->mode,

@@ -32,6 +32,8 @@ typedef struct mca_pml_ubermatch_request {
     um_proto_send_op_t send;       /* send: the protocol core's state of the transfer */
     um_proto_recv_t recv;       /* receive: what the protocol core matches and fills */
     opal_convertor_t convertor; /* packing a non-contiguous send, unpacking a receive */
+    mca_pml_ubermatch_gather_t gather; /* send: req->packed's packing, until the send completes
+                                        * (UCX may pack from it after the call) */
     bool convertor_used;        /* prepared since the last release: cleanup needed */
 } mca_pml_ubermatch_request_t;
 

@@ -159,8 +159,9 @@ const ucp_generic_dt_ops_t Protocol::kRndvUnpackOps = {
 
 // Rendezvous: straight into a contiguous buffer that can take it all; into a
 // non-contiguous one through the unpack callback in the pieces UCX receives
-// (up to kRndvUnpackMax); else into scratch memory (larger, or truncated: UCX
-// would abort on a receive smaller than the message). No memory for that: the receive fails with
+// (up to kRndvUnpackMax, or of any size that UCX packs at the sender); else
+// into scratch memory (larger, or truncated: UCX would abort on a receive
+// smaller than the message). No memory for that: the receive fails with
 // UM_PROTO_NOMEM and the sender's data is released. Not injected: with UCX
 // 1.13.1, releasing a rendezvous descriptor unreceived was seen to complete the
 // sender's next rendezvous send before its data was read (test alloc_faults,
@@ -168,7 +169,8 @@ const ucp_generic_dt_ops_t Protocol::kRndvUnpackOps = {
 void Protocol::deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept {
     auto *op = new (std::nothrow) RndvOp{this, recv, msg, nullptr};
     void *dest = recv->buffer;
-    const bool unpack = dest == nullptr && msg->length <= recv->capacity && msg->length <= kRndvUnpackMax &&
+    const bool unpack = dest == nullptr && msg->length <= recv->capacity &&
+                        (msg->length <= kRndvUnpackMax || (msg->hdr.flags & kFlagUcxPacks)) &&
                         rndv_unpack_dt_ != 0;
     if (op != nullptr && !unpack && (dest == nullptr || msg->length > recv->capacity)) {
         op->scratch = std::malloc(std::max<size_t>(msg->length, 1));

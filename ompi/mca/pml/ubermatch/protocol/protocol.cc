@@ -117,6 +117,9 @@ void Protocol::start() {
     if (ucp_dt_create_generic(&kRndvUnpackOps, this, &rndv_unpack_dt_) != UCS_OK) {
         rndv_unpack_dt_ = 0; // non-contiguous rendezvous receives go through scratch memory
     }
+    if (ucp_dt_create_generic(&kSendPackOps, this, &send_pack_dt_) != UCS_OK) {
+        send_pack_dt_ = 0; // packed sends through UCX are packed whole first
+    }
 
     ucp_worker_params_t wparams{};
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -172,6 +175,9 @@ Protocol::~Protocol() {
     }
     if (rndv_unpack_dt_ != 0) {
         ucp_dt_destroy(rndv_unpack_dt_);
+    }
+    if (send_pack_dt_ != 0) {
+        ucp_dt_destroy(send_pack_dt_);
     }
     if (context_ != nullptr) {
         ucp_cleanup(context_);

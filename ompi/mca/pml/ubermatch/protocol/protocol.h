@@ -280,6 +280,10 @@ struct SendOp {
     void *cookie;
     int pending; // UCX completion, and the acknowledgement when synchronous
     int status;
+    // A send through UCX that UCX packs as it sends (kSendPackOps): its
+    // packer and packed length, used from the call until UCX completes it.
+    Packer packer;
+    size_t length;
 };
 static_assert(sizeof(SendOp) <= sizeof(um_proto_send_op_t), "um_proto_send_op_t is too small");
 
@@ -560,6 +564,9 @@ private:
     // UCX unpacks a rendezvous into a non-contiguous receive through this type:
     // piece by piece into the unpack callback, no scratch copy of the message.
     static const ucp_generic_dt_ops_t kRndvUnpackOps;
+    // A packed send through UCX: UCX packs each fragment as it sends it, from
+    // the SendOp given as the "buffer" (no copy of the message first).
+    static const ucp_generic_dt_ops_t kSendPackOps;
 
     ucs_status_t on_message(const void *header, size_t header_length, void *data,
                             size_t length, const ucp_am_recv_param_t *param) noexcept;
@@ -706,6 +713,7 @@ private:
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
     ucp_datatype_t rndv_unpack_dt_ = 0; // kRndvUnpackOps's type (0: none, scratch memory then)
+    ucp_datatype_t send_pack_dt_ = 0;   // kSendPackOps's type (0: none, packed whole first then)
 
     SpinLock lock_;
     SpinLock pool_lock_; // messages_; taken after lock_ where both are

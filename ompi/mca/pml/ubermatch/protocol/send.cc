@@ -14,9 +14,13 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
         return UM_PROTO_ERROR;
     }
     // Packing streams only into a pull from the arena, by the sender that has
-    // the ring's packing slot; anything else is packed whole now.
+    // the ring's packing slot; to a peer no ring reaches, UCX packs as it
+    // sends; anything else is packed whole now.
+    const Packer *ucx_packs = nullptr;
     if (packer != nullptr && !take_pack_slot(*peer, data, length)) {
-        if (!pack_all(*packer, data, length)) {
+        if (send_pack_dt_ != 0 && __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing) {
+            ucx_packs = packer; // (kNoRing is for good: no path below touches data)
+        } else if (!pack_all(*packer, data, length)) {
             return UM_PROTO_ERROR;
         }
         packer = nullptr;
@@ -96,8 +100,20 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     param.user_data = op;
     param.flags = (sync ? UCP_AM_SEND_FLAG_REPLY : 0) |
                   (length >= kLocalRndv && peer->single_copy_rndv ? UCP_AM_SEND_FLAG_RNDV : 0);
-    void *req = ucp_am_send_nbx(peer->ep, kAmMessage, &op->hdr, header_length(sync, hint), data, length,
-                                &param);
+    const void *buffer = data;
+    size_t count = length;
+    size_t header = header_length(sync, hint);
+    if (ucx_packs != nullptr) {
+        op->packer = *ucx_packs;
+        op->length = length;
+        op->hdr.flags = static_cast<uint16_t>(op->hdr.flags | kFlagUcxPacks);
+        header = sizeof(WireHeader);
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+        param.datatype = send_pack_dt_;
+        buffer = op;
+        count = 1;
+    }
+    void *req = ucp_am_send_nbx(peer->ep, kAmMessage, &op->hdr, header, buffer, count, &param);
     if (UCS_PTR_IS_PTR(req)) {
         return UM_PROTO_OK;
     }
@@ -109,6 +125,25 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     send_event(op, UM_PROTO_OK);
     return UM_PROTO_OK;
 }
+
+// The send's SendOp is the "buffer" UCX hands to these; only sends use the
+// type. A piece that fails to pack fails the send (UCX has no way to say so
+// to the receiver, which gets the piece as it is).
+const ucp_generic_dt_ops_t Protocol::kSendPackOps = {
+    [](void *, const void *buffer, size_t) -> void * { return const_cast<void *>(buffer); },
+    [](void *, void *, size_t) -> void * { return nullptr; },
+    [](void *state) -> size_t { return static_cast<SendOp *>(state)->length; },
+    [](void *state, size_t offset, void *dest, size_t max_length) -> size_t {
+        auto *op = static_cast<SendOp *>(state);
+        const size_t n = std::min(max_length, op->length - std::min(offset, op->length));
+        if (n != 0 && op->packer.fn(op->packer.arg, offset, dest, n) != 0) {
+            __atomic_store_n(&op->status, UM_PROTO_ERROR, __ATOMIC_RELAXED);
+        }
+        return n;
+    },
+    [](void *, size_t, const void *, size_t) -> ucs_status_t { return UCS_ERR_UNSUPPORTED; },
+    [](void *) {},
+};
 
 // MPI_THREAD_MULTIPLE: a small message (or, with `pull`, a pull) through the
 // peer's ring, pushed under the peer's ring lock (several threads may send to

@@ -113,7 +113,7 @@ typedef struct um_proto_recv {
 /* The protocol's state of one send, kept by the glue (inside its request)
  * until send_done: no allocation on the send path. */
 typedef struct um_proto_send_op {
-    uint64_t opaque[8];
+    uint64_t opaque[12];
 } um_proto_send_op_t;
 
 typedef struct um_proto_msg_info {

@@ -13,8 +13,10 @@ namespace ubermatch::protocol {
 enum : unsigned { kAmMessage = 1, kAmAck = 2, kAmShmOffer = 3, kAmShmReply = 4 };
 
 // WireHeader::flags. kFlagPull: a ring record whose payload is a PullDescriptor
-// (shm.h), not the message.
-enum : uint16_t { kFlagSync = 1, kFlagPull = 2 };
+// (shm.h), not the message. kFlagUcxPacks: a message UCX packs as it sends
+// (the sender's data is not contiguous): no get of it can be cheaper than the
+// fragments, which a non-contiguous receive then takes whatever their size.
+enum : uint16_t { kFlagSync = 1, kFlagPull = 2, kFlagUcxPacks = 4 };
 
 // A point-to-point, non-synchronous message sends only the first
 // kShortHeader bytes (the rest reads as zero): with UCX's own headers and a
