@@ -83,19 +83,21 @@ out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_threading 
 rc=$?
 check "threading = lockfree fails start-up" test $rc -ne 0
 check "threading = lockfree names the valid ones" grep -qF "pml_ubermatch_threading = lockfree is not valid; valid values: global, tailq" <<<"$out"
-for bins in 0 257; do
-    out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_tailq_bins $bins "$program" 2>&1)
+# PARAM VALUE RANGE: pml_ubermatch_PARAM = VALUE stops start-up, naming RANGE.
+refused_range() {
+    local out rc
+    out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca "pml_ubermatch_$1" "$2" "$program" 2>&1)
     rc=$?
-    check "tailq_bins = $bins fails start-up" test $rc -ne 0
-    check "tailq_bins = $bins names the range" grep -qF "pml_ubermatch_tailq_bins = $bins is out of range; valid values are 1 .. 256" <<<"$out"
+    check "$1 = $2 fails start-up" test $rc -ne 0
+    check "$1 = $2 names the range" grep -qF "pml_ubermatch_$1 = $2 is out of range; valid values are $3" <<<"$out"
+}
+for bins in 0 257; do
+    refused_range tailq_bins $bins "1 .. 256"
 done
 check "ompi_info lists tailq_bins" grep -q 'parameter "pml_ubermatch_tailq_bins"' <<<"$(ompi_info --param pml ubermatch --level 9)"
 check "max_contextid defaults to ob1's 65535" grep -q 'parameter "pml_ubermatch_max_contextid" (current value: "65535"' <<<"$info"
 for max in 10 4294967295; do
-    out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_max_contextid $max "$program" 2>&1)
-    rc=$?
-    check "max_contextid = $max fails start-up" test $rc -ne 0
-    check "max_contextid = $max names the range" grep -qF "pml_ubermatch_max_contextid = $max is out of range; valid values are 64 .. 4294967294" <<<"$out"
+    refused_range max_contextid $max "64 .. 4294967294"
 done
 # The limit holds: with 100 context ids the 100th MPI_Comm_dup fails (an error,
 # not an abort), and once the communicators are freed a dup works again.

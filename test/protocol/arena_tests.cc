@@ -289,18 +289,14 @@ TEST_CASE("protocol: small packed sends of rows go through a stage", "[protocol]
     }
 }
 
-// With threads the stage is one thread's at a time: a lone sender packs
-// through it; one that comes while another is packing through it packs
-// straight. Every message arrives whole.
-TEST_CASE("protocol: with threads, one small packed send of rows at a time has the stage",
-          "[protocol][shm][pull][threads]") {
-    Pair p(0, 1024, true, 0, true); // b runs with thread_multiple and sends
-    um_proto_comm_t *ca = p.comm(p.a, 31);
-    um_proto_comm_t *cb = p.comm(p.b, 31);
-    const um_hint_t hint{};
-    const size_t n = 40000;
-    const auto m = pattern(n, 31);
-    {
+namespace {
+
+// b of a Pair runs with thread_multiple and sends packed messages of n bytes
+// (m) to a through its ring, which the constructor brings up.
+struct ThreadedSends {
+    ThreadedSends(uint32_t cid, size_t len)
+        : p(0, 1024, true, 0, true), ca(p.comm(p.a, cid)), cb(p.comm(p.b, cid)), n(len),
+          m(pattern(len, static_cast<int>(cid))) {
         INFO("b's ring to a up");
         Op s, r;
         std::vector<unsigned char> buf(8);
@@ -308,58 +304,77 @@ TEST_CASE("protocol: with threads, one small packed send of rows at a time has t
         REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, 0, &hint, m.data(), 8, 0, &s.send, &s) == UM_PROTO_OK);
         REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.b).rings_out == 1; }));
     }
+    // One message: its send buffer (from b's arena), packing log, ops, and
+    // where a receives it.
     struct Sent {
-        unsigned char *buffer = nullptr;
+        explicit Sent(ThreadedSends &t) : pk(t.m.data()), buf(t.n) {
+            buffer = static_cast<unsigned char *>(um_proto_send_buffer(t.p.b, t.n));
+            REQUIRE(buffer != nullptr);
+        }
+        unsigned char *buffer;
         Packing pk;
         Op s, r;
         std::vector<unsigned char> buf;
         int rc = UM_PROTO_ERROR;
-        explicit Sent(const unsigned char *src, size_t len) : pk(src), buf(len) {}
         size_t staged() const { return pk.staged(buffer); }
     };
-    const auto send = [&](Sent &x, int32_t t) {
+    void send(Sent &x, int32_t tag, bool rows) {
         x.pk.sender = p.b;
-        x.rc = um_proto_send_packing(p.b, cb, p.b_to_a, 0, t, &hint, x.buffer, n, 0, &x.s.send, &x.s, Packing::pack,
-                                     &x.pk, 1);
-    };
-    const auto arrive = [&](Sent &x, int32_t t) {
-        REQUIRE(Pair::post_at(p.a, ca, 1, t, x.buf.data(), n, x.r) == UM_PROTO_OK);
+        x.pk.pulls_before = shm_of(p.b).pulls_sent;
+        x.rc = um_proto_send_packing(p.b, cb, p.b_to_a, 0, tag, &hint, x.buffer, n, 0, &x.s.send, &x.s,
+                                     Packing::pack, &x.pk, rows ? 1 : 0);
+    }
+    // a receives x whole; its buffer goes back to b's pool.
+    void arrive(Sent &x, int32_t tag) {
+        REQUIRE(Pair::post_at(p.a, ca, 1, tag, x.buf.data(), n, x.r) == UM_PROTO_OK);
         REQUIRE(p.until([&] { return x.r.done && x.s.done; }));
         CHECK(x.r.status == UM_PROTO_OK);
+        CHECK(x.s.status == UM_PROTO_OK);
         CHECK(x.buf == m);
         um_proto_send_buffer_return(p.b, x.buffer, n);
-    };
+    }
+    Pair p;
+    um_proto_comm_t *ca;
+    um_proto_comm_t *cb;
+    const um_hint_t hint{};
+    const size_t n;
+    const std::vector<unsigned char> m;
+};
+
+} // namespace
+
+// With threads the stage is one thread's at a time: a lone sender packs
+// through it; one that comes while another is packing through it packs
+// straight. Every message arrives whole.
+TEST_CASE("protocol: with threads, one small packed send of rows at a time has the stage",
+          "[protocol][shm][pull][threads]") {
+    ThreadedSends t(31, 40000);
+    using Sent = ThreadedSends::Sent;
     {
         INFO("a lone sender: through the stage");
-        Sent x(m.data(), n);
-        x.buffer = static_cast<unsigned char *>(um_proto_send_buffer(p.b, n));
-        REQUIRE(x.buffer != nullptr);
-        send(x, 1);
+        Sent x(t);
+        t.send(x, 1, true);
         REQUIRE(x.rc == UM_PROTO_OK);
         CHECK(x.staged() == x.pk.calls.size());
         CHECK(x.pk.calls.size() >= 3); // 40 000 bytes in stages of 16 KiB
-        arrive(x, 1);
+        t.arrive(x, 1);
     }
     {
         INFO("a second sender while the first packs through the stage: straight");
-        Sent first(m.data(), n), second(m.data(), n);
-        first.buffer = static_cast<unsigned char *>(um_proto_send_buffer(p.b, n));
-        second.buffer = static_cast<unsigned char *>(um_proto_send_buffer(p.b, n));
-        REQUIRE(first.buffer != nullptr);
-        REQUIRE(second.buffer != nullptr);
+        Sent first(t), second(t);
         first.pk.nap = std::chrono::milliseconds(30); // holds the stage a while
-        std::thread t1([&] { send(first, 2); });
+        std::thread t1([&] { t.send(first, 2, true); });
         while (first.pk.started.load(std::memory_order_acquire) == 0) {
             std::this_thread::yield();
         }
-        send(second, 3); // meanwhile, on this thread
+        t.send(second, 3, true); // meanwhile, on this thread
         t1.join();
         REQUIRE(first.rc == UM_PROTO_OK);
         REQUIRE(second.rc == UM_PROTO_OK);
         CHECK(first.staged() == first.pk.calls.size());
         CHECK(second.staged() == 0);
-        arrive(first, 2);
-        arrive(second, 3);
+        t.arrive(first, 2);
+        t.arrive(second, 3);
     }
 }
 
@@ -370,70 +385,31 @@ TEST_CASE("protocol: with threads, one small packed send of rows at a time has t
 // packed: the send completes only once its packing is done.
 TEST_CASE("protocol: with threads, a packed send streams while its receiver unpacks",
           "[protocol][shm][pull][threads]") {
-    Pair p(0, 1024, true, 0, true); // b runs with thread_multiple and sends
-    um_proto_comm_t *ca = p.comm(p.a, 37);
-    um_proto_comm_t *cb = p.comm(p.b, 37);
-    const um_hint_t hint{};
-    const size_t n = 300000; // 10 pieces of 32 KiB
-    const auto m = pattern(n, 37);
-    {
-        INFO("b's ring to a up");
-        Op s, r;
-        std::vector<unsigned char> buf(8);
-        REQUIRE(Pair::post_at(p.a, ca, 1, 0, buf.data(), buf.size(), r) == UM_PROTO_OK);
-        REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, 0, &hint, m.data(), 8, 0, &s.send, &s) == UM_PROTO_OK);
-        REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.b).rings_out == 1; }));
-    }
-    struct Sent {
-        unsigned char *buffer = nullptr;
-        Packing pk;
-        Op s, r;
-        std::vector<unsigned char> buf;
-        int rc = UM_PROTO_ERROR;
-        Sent(const unsigned char *src, size_t len, um_proto_t *sender) : pk(src), buf(len) {
-            buffer = static_cast<unsigned char *>(um_proto_send_buffer(sender, len));
-        }
-    };
-    const auto send = [&](Sent &x, int32_t t) {
-        x.pk.sender = p.b;
-        x.pk.pulls_before = shm_of(p.b).pulls_sent;
-        x.rc = um_proto_send_packing(p.b, cb, p.b_to_a, 0, t, &hint, x.buffer, n, 0, &x.s.send, &x.s, Packing::pack,
-                                     &x.pk, 0);
-    };
-    const auto arrive = [&](Sent &x, int32_t t) {
-        REQUIRE(Pair::post_at(p.a, ca, 1, t, x.buf.data(), n, x.r) == UM_PROTO_OK);
-        REQUIRE(p.until([&] { return x.r.done && x.s.done; }));
-        CHECK(x.r.status == UM_PROTO_OK);
-        CHECK(x.s.status == UM_PROTO_OK);
-        CHECK(x.buf == m);
-        um_proto_send_buffer_return(p.b, x.buffer, n);
-    };
+    ThreadedSends t(37, 300000); // 10 pieces of 32 KiB
+    using Sent = ThreadedSends::Sent;
     {
         INFO("a lone sender: the record first, then the pieces in order");
-        Sent x(m.data(), n, p.b);
-        REQUIRE(x.buffer != nullptr);
-        const uint64_t streamed = shm_of(p.b).pulls_streamed;
-        send(x, 1);
+        Sent x(t);
+        const uint64_t streamed = shm_of(t.p.b).pulls_streamed;
+        t.send(x, 1, false);
         REQUIRE(x.rc == UM_PROTO_OK);
         CHECK(x.pk.record_first);
         REQUIRE(x.pk.calls.size() == 10);
         for (size_t i = 0; i < x.pk.calls.size(); ++i) {
             CHECK(x.pk.calls[i].first == i * 32768);
         }
-        CHECK(shm_of(p.b).pulls_streamed == streamed + 1);
-        arrive(x, 1);
+        CHECK(shm_of(t.p.b).pulls_streamed == streamed + 1);
+        t.arrive(x, 1);
     }
     {
         INFO("a second sender while the first streams: packed whole first");
-        Sent first(m.data(), n, p.b), second(m.data(), n, p.b);
-        REQUIRE(first.buffer != nullptr);
-        REQUIRE(second.buffer != nullptr);
+        Sent first(t), second(t);
         first.pk.nap = std::chrono::milliseconds(10); // holds the packing slot a while
-        std::thread t1([&] { send(first, 2); });
+        std::thread t1([&] { t.send(first, 2, false); });
         while (first.pk.started.load(std::memory_order_acquire) == 0) {
             std::this_thread::yield();
         }
-        send(second, 3); // meanwhile, on this thread
+        t.send(second, 3, false); // meanwhile, on this thread
         const size_t first_packed_then = static_cast<size_t>(first.pk.started.load(std::memory_order_acquire));
         t1.join();
         REQUIRE(first.rc == UM_PROTO_OK);
@@ -442,43 +418,43 @@ TEST_CASE("protocol: with threads, a packed send streams while its receiver unpa
         CHECK(first_packed_then < 10); // the second went while the first still packed
         CHECK_FALSE(second.pk.record_first);
         CHECK(second.pk.calls.size() == 1);
-        arrive(first, 2);
-        arrive(second, 3);
+        t.arrive(first, 2);
+        t.arrive(second, 3);
     }
     {
         INFO("a receive shorter than the message: the send completes once all is packed");
-        Sent x(m.data(), n, p.b);
-        REQUIRE(x.buffer != nullptr);
+        Sent x(t);
         x.pk.nap = std::chrono::milliseconds(3);
         x.pk.send_op = &x.s;
-        REQUIRE(Pair::post_at(p.a, ca, 1, 4, x.buf.data(), 1000, x.r) == UM_PROTO_OK);
+        REQUIRE(Pair::post_at(t.p.a, t.ca, 1, 4, x.buf.data(), 1000, x.r) == UM_PROTO_OK);
         std::atomic<bool> stop{false};
         std::thread progress([&] { // a (single-threaded) only here meanwhile
             while (!stop.load(std::memory_order_acquire)) {
-                um_proto_progress(p.a);
-                um_proto_progress(p.b);
+                um_proto_progress(t.p.a);
+                um_proto_progress(t.p.b);
             }
         });
-        send(x, 4);
+        t.send(x, 4, false);
         stop.store(true, std::memory_order_release);
         progress.join();
         REQUIRE(x.rc == UM_PROTO_OK);
         CHECK(x.pk.record_first);
         CHECK(x.pk.calls.size() == 10);
-        REQUIRE(p.until([&] { return x.r.done && x.s.done; }));
-        CHECK(x.r.received < n); // handed back after its 1000 bytes
+        REQUIRE(t.p.until([&] { return x.r.done && x.s.done; }));
+        CHECK(x.r.received < t.n); // handed back after its 1000 bytes
         CHECK_FALSE(x.pk.done_while_packing);
-        CHECK(std::equal(x.buf.begin(), x.buf.begin() + 1000, m.begin()));
-        um_proto_send_buffer_return(p.b, x.buffer, n);
+        CHECK(std::equal(x.buf.begin(), x.buf.begin() + 1000, t.m.begin()));
+        um_proto_send_buffer_return(t.p.b, x.buffer, t.n);
     }
 }
 
-// To a peer no ring reaches (another node) a packed send is packed by UCX as
-// it sends, fragment by fragment into its own buffers (a generic datatype),
-// not whole into the send buffer first; the receiver takes such a message
-// in pieces whatever its size. A piece that fails to pack fails the send.
+// To another node a packed send of kUcxPacksMin or more is packed by UCX as it
+// sends, fragment by fragment into its own buffers (a generic datatype), not
+// whole into the send buffer first; the receiver takes such a message in
+// pieces whatever its size. A smaller one is packed whole first. A piece that
+// fails to pack fails the send.
 TEST_CASE("protocol: through UCX, a packed send is packed by UCX as it sends", "[protocol][pack]") {
-    Pair p; // no rings: every send goes through UCX
+    Pair p; // no rings, the peers on "other nodes": every send goes through UCX
     um_proto_comm_t *ca = p.comm(p.a, 41);
     um_proto_comm_t *cb = p.comm(p.b, 41);
     const um_hint_t hint{};
@@ -490,7 +466,8 @@ TEST_CASE("protocol: through UCX, a packed send is packed by UCX as it sends", "
                                      Packing::pack, &pk, 0);
     };
     for (const size_t n : {size_t{20000}, size_t{300000}, size_t{2} << 20}) {
-        INFO(n << " bytes: packed by UCX in its own buffers, received whole and in pieces");
+        INFO(n << " bytes: packed whole (below kUcxPacksMin) or by UCX, received whole and in pieces");
+        const bool by_ucx = n >= ubermatch::protocol::kUcxPacksMin;
         std::vector<unsigned char> buffer(n);
         Packing pk(m.data()), pk2(m.data());
         Op s, r, s2, r2;
@@ -502,10 +479,13 @@ TEST_CASE("protocol: through UCX, a packed send is packed by UCX as it sends", "
         CHECK(s.status == UM_PROTO_OK);
         CHECK(std::equal(buf.begin(), buf.end(), m.begin()));
         REQUIRE_FALSE(pk.calls.empty());
-        CHECK(pk.staged(buffer.data()) == pk.calls.size()); // never into the send buffer
         CHECK(pk.calls.front().first == 0);
-        if (n > 65536) {
-            CHECK(pk.calls.size() > 1); // fragment by fragment
+        if (by_ucx) {
+            CHECK(pk.staged(buffer.data()) == pk.calls.size()); // never into the send buffer
+            CHECK(pk.calls.size() > 1);                          // fragment by fragment
+        } else {
+            CHECK(pk.calls.size() == 1); // whole, into the send buffer
+            CHECK(pk.staged(buffer.data()) == 0);
         }
         REQUIRE(send(n, pk2, s2, buffer) == UM_PROTO_OK);
         REQUIRE(p.post(cb, 0, tag, nullptr, n, r2) == UM_PROTO_OK); // non-contiguous
@@ -519,7 +499,7 @@ TEST_CASE("protocol: through UCX, a packed send is packed by UCX as it sends", "
     }
     {
         INFO("a piece that fails to pack fails the send");
-        const size_t n = 300000;
+        const size_t n = ubermatch::protocol::kUcxPacksMin;
         std::vector<unsigned char> buffer(n);
         Packing pk(m.data());
         pk.fail_at = 0;

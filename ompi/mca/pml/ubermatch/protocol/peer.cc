@@ -80,6 +80,7 @@ Peer *Protocol::connect(const void *address, size_t length, bool local, std::str
         peer->id = static_cast<uint32_t>(peers_.size());
         peer->shm = (local && shm_limit_ > 0) ? Peer::kWanted : Peer::kNoRing;
         peer->single_copy_rndv = local && !user_rndv_ && single_copy(transports(*peer));
+        peer->local = local;
         peers_.push_back(std::move(peer));
         return peers_.back().get();
     } catch (const std::bad_alloc &) {

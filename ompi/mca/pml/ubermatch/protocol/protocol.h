@@ -260,6 +260,14 @@ struct Packer {
     // stage (kPackStage bytes) unless it is null.
     bool pack(unsigned char *dest, size_t off, size_t length, unsigned char *stage) const;
 };
+// A packed send to another node is packed by UCX as it sends (kSendPackOps)
+// from this size; below it, packed whole first and sent from that buffer.
+// Over TCP, 16 KiB-4 MiB took 1.05-1.5x the latency packed by UCX (its
+// fragments cost more than one zero-copy send) while from 256 KiB windows of
+// them had 1.07-2.9x the bandwidth (no buffer of the whole message, whose
+// pages a window of many MiBs faults in afresh): docs/message-path.md round
+// 16. Within the node (rings off) UCX's packing is faster at every size.
+constexpr size_t kUcxPacksMin = 1024 * 1024;
 // The packed sends' arena of shared memory (shm::Arena): receivers on the node
 // unpack from it where they map it. Address space only, but for the pages of
 // buffers in use and of kSendKept bytes of free ones (64 messages of 4 MiB in
@@ -296,6 +304,7 @@ struct Peer {
     uint32_t id;       // index in Protocol::peers_
     Shm shm;
     bool single_copy_rndv = false; // messages from kLocalRndv go by rendezvous (set at connect)
+    bool local = false;            // on this node (set at connect)
     bool pull = false; // with the ring: the receiver reads messages from kPullMin (and past the ring's limit) from our memory
     std::unique_ptr<shm::Sender> offered; // made, offered, not yet answered
     // With MPI_THREAD_MULTIPLE: ring, shm and offered, and the ring's sender

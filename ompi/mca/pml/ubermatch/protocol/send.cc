@@ -15,10 +15,12 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     }
     // Packing streams only into a pull from the arena, by the sender that has
     // the ring's packing slot; to a peer no ring reaches, UCX packs as it
-    // sends; anything else is packed whole now.
+    // sends (to another node from kUcxPacksMin); anything else is packed
+    // whole now.
     const Packer *ucx_packs = nullptr;
     if (packer != nullptr && !take_pack_slot(*peer, data, length)) {
-        if (send_pack_dt_ != 0 && __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing) {
+        if (send_pack_dt_ != 0 && (peer->local || length >= kUcxPacksMin) &&
+            __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing) {
             ucx_packs = packer; // (kNoRing is for good: no path below touches data)
         } else if (!pack_all(*packer, data, length)) {
             return UM_PROTO_ERROR;
