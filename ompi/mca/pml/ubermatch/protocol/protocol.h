@@ -262,11 +262,12 @@ struct Packer {
 };
 // A packed send to another node is packed by UCX as it sends (kSendPackOps)
 // from this size; below it, packed whole first and sent from that buffer.
-// Over TCP, 16 KiB-4 MiB took 1.05-1.5x the latency packed by UCX (its
-// fragments cost more than one zero-copy send) while from 256 KiB windows of
-// them had 1.07-2.9x the bandwidth (no buffer of the whole message, whose
-// pages a window of many MiBs faults in afresh): docs/message-path.md round
-// 16. Within the node (rings off) UCX's packing is faster at every size.
+// Over TCP, packed by UCX, one message of 16-512 KiB took 1.3-2.0x the time
+// (UCX's fragments cost more than one zero-copy send), 1-2 MiB 1.04-1.6x,
+// 4-8 MiB 0.8-1.2x, while windows of 64 had 1.4-3.0x the bandwidth from
+// 1 MiB (no buffer of each whole message: 64 of them outgrow the pages the
+// pool keeps): docs/message-path.md round 16. Within the node (rings off)
+// UCX's packing is faster at every size.
 constexpr size_t kUcxPacksMin = 1024 * 1024;
 // The packed sends' arena of shared memory (shm::Arena): receivers on the node
 // unpack from it where they map it. Address space only, but for the pages of
