@@ -62,6 +62,10 @@ inline void send_done(void *cookie, int status) {
 // sees the count can read the Ops (the test with threads).
 inline std::atomic<int> g_recvs_done{0};
 
+// Set by a test before its threads start: runs at every completed receive,
+// on the thread that completes it (inside that core's progress).
+inline void (*g_recv_done_hook)(Op *) = nullptr;
+
 inline void recv_done(void *cookie, int32_t source, int32_t tag, size_t received, size_t length, int status) {
     Op *op = static_cast<Op *>(cookie);
     op->done = true;
@@ -71,6 +75,9 @@ inline void recv_done(void *cookie, int32_t source, int32_t tag, size_t received
     op->received = received;
     op->length = length;
     g_recvs_done.fetch_add(1, std::memory_order_release);
+    if (g_recv_done_hook != nullptr) {
+        g_recv_done_hook(op);
+    }
 }
 
 // Pieces must come in order, each where the last ended (offset 0 starts a

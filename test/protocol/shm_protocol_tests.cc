@@ -1,9 +1,12 @@
 // The protocol core's shared-memory rings between two cores of one process
 // (pair.h): ring and UCX in MPI order, the rings' limits, rendezvous and
-// single-copy pulls from 32 KiB, rings under threads.
+// single-copy pulls from 32 KiB, rings under threads, settling sends.
 #include "test/protocol/pair.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 using namespace prototest;
 
@@ -602,4 +605,70 @@ TEST_CASE("protocol: with many rings, messages on rings gone cold arrive whole a
         um_proto_destroy(s[static_cast<size_t>(i)]);
     }
     um_proto_destroy(r);
+}
+
+namespace {
+std::atomic<bool> g_slow_started{false};
+Op *g_slow_op = nullptr;
+// The slow receive's completion holds its core's progress gate a while.
+void slow_receive(Op *op) {
+    if (op == g_slow_op) {
+        g_slow_started.store(true, std::memory_order_release);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+}
+} // namespace
+
+// A buffered send that finds no room first settles the sends whose receivers
+// are done with them (um_proto_settle_sends). With threads, while another
+// thread is inside progress, it waits for that round to end and reaps after
+// it: a hand-back written meanwhile is not left unreaped.
+TEST_CASE("protocol: with threads, settling sends waits for the thread inside progress",
+          "[protocol][shm][pull][threads]") {
+    Pair p(0, 1024, true, 0, true); // b runs with thread_multiple; both pull
+    um_proto_comm_t *ca = p.comm(p.a, 43);
+    um_proto_comm_t *cb = p.comm(p.b, 43);
+    const um_hint_t hint{};
+    const size_t n = 20000; // a pull
+    const auto m = pattern(n, 43);
+    {
+        INFO("b's ring to a up");
+        Op s, r;
+        std::vector<unsigned char> buf(8);
+        REQUIRE(Pair::post_at(p.a, ca, 1, 0, buf.data(), buf.size(), r) == UM_PROTO_OK);
+        REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, 0, &hint, m.data(), 8, 0, &s.send, &s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.b).rings_out == 1; }));
+    }
+    Op pulled, slow, slow_send, r;
+    REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, 1, &hint, m.data(), n, 0, &pulled.send, &pulled) == UM_PROTO_OK);
+    std::vector<unsigned char> one(8), buf(n);
+    g_slow_op = &slow;
+    g_recv_done_hook = slow_receive;
+    REQUIRE(Pair::post_at(p.b, cb, 0, 2, one.data(), one.size(), slow) == UM_PROTO_OK);
+    std::atomic<bool> stop{false};
+    std::thread progress([&] { // b's progress: this thread alone
+        while (!stop.load(std::memory_order_acquire)) {
+            um_proto_progress(p.b);
+        }
+    });
+    REQUIRE(um_proto_send(p.a, ca, p.a_to_b, 1, 2, &hint, m.data(), 8, 0, &slow_send.send, &slow_send) ==
+            UM_PROTO_OK);
+    while (!g_slow_started.load(std::memory_order_acquire)) {
+        um_proto_progress(p.a);
+    }
+    INFO("a receives the pull (and hands it back) while b's progress sleeps in a completion");
+    REQUIRE(Pair::post_at(p.a, ca, 1, 1, buf.data(), n, r) == UM_PROTO_OK);
+    while (!r.done) {
+        um_proto_progress(p.a);
+    }
+    CHECK(buf == m);
+    CHECK_FALSE(__atomic_load_n(&pulled.done, __ATOMIC_ACQUIRE)); // handed back, not reaped
+    um_proto_settle_sends(p.b);
+    CHECK(__atomic_load_n(&pulled.done, __ATOMIC_ACQUIRE)); // reaped by the time it returns
+    stop.store(true, std::memory_order_release);
+    progress.join();
+    g_recv_done_hook = nullptr;
+    g_slow_op = nullptr;
+    REQUIRE(p.until([&] { return slow.done && slow_send.done && pulled.done; }));
+    CHECK(pulled.status == UM_PROTO_OK);
 }
