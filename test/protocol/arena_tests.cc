@@ -296,13 +296,8 @@ namespace {
 struct ThreadedSends {
     ThreadedSends(uint32_t cid, size_t len)
         : p(0, 1024, true, 0, true), ca(p.comm(p.a, cid)), cb(p.comm(p.b, cid)), n(len),
-          m(pattern(len, static_cast<int>(cid))) {
-        INFO("b's ring to a up");
-        Op s, r;
-        std::vector<unsigned char> buf(8);
-        REQUIRE(Pair::post_at(p.a, ca, 1, 0, buf.data(), buf.size(), r) == UM_PROTO_OK);
-        REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, 0, &hint, m.data(), 8, 0, &s.send, &s) == UM_PROTO_OK);
-        REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.b).rings_out == 1; }));
+          m(pattern(len, cid)) {
+        ring_up_from_b(p, ca, cb);
     }
     // One message: its send buffer (from b's arena), packing log, ops, and
     // where a receives it.

@@ -251,6 +251,17 @@ inline void ring_up(Pair &p, um_proto_comm_t *ca, um_proto_comm_t *cb) {
     REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.a).rings_out == 1; }));
 }
 
+// The same the other way: b's ring to a up (b sends, a receives).
+inline void ring_up_from_b(Pair &p, um_proto_comm_t *ca, um_proto_comm_t *cb) {
+    const auto m = pattern(8, 1);
+    const um_hint_t hint{};
+    std::vector<unsigned char> buf(8);
+    Op s, r;
+    REQUIRE(Pair::post_at(p.a, ca, 1, 0, buf.data(), buf.size(), r) == UM_PROTO_OK);
+    REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, 0, &hint, m.data(), m.size(), 0, &s.send, &s) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.b).rings_out == 1; }));
+}
+
 // Two cores that pull (pair.h), communicator cid on both, a's ring to b up.
 struct PullPair : Pair {
     explicit PullPair(uint32_t cid) : Pair(0, 1024, false, 0, true), ca(comm(a, cid)), cb(comm(b, cid)) {

@@ -631,14 +631,7 @@ TEST_CASE("protocol: with threads, settling sends waits for the thread inside pr
     const um_hint_t hint{};
     const size_t n = 20000; // a pull
     const auto m = pattern(n, 43);
-    {
-        INFO("b's ring to a up");
-        Op s, r;
-        std::vector<unsigned char> buf(8);
-        REQUIRE(Pair::post_at(p.a, ca, 1, 0, buf.data(), buf.size(), r) == UM_PROTO_OK);
-        REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, 0, &hint, m.data(), 8, 0, &s.send, &s) == UM_PROTO_OK);
-        REQUIRE(p.until([&] { return r.done && s.done && shm_of(p.b).rings_out == 1; }));
-    }
+    ring_up_from_b(p, ca, cb);
     Op pulled, slow, slow_send, r;
     REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, 1, &hint, m.data(), n, 0, &pulled.send, &pulled) == UM_PROTO_OK);
     std::vector<unsigned char> one(8), buf(n);
