@@ -130,18 +130,21 @@ int mca_pml_ubermatch_gather(void *gather, size_t offset, void *dest, size_t len
         mca_pml_ubermatch_strided_copy(&g->layout, (void *) g->buf, dest, offset, length, true);
         return 0;
     }
-    /* The convertor goes on from where the last piece ended, or is moved
-     * where a piece out of order starts (UCX may ask so). */
-    if (offset != g->conv->bConverted) {
-        size_t position = offset;
-        if (OPAL_SUCCESS != opal_convertor_set_position(g->conv, &position) || position != offset) {
-            return 1;
-        }
-    }
-    if (opal_convertor_pack(g->conv, &iov, &iov_count, &max) < 0 || max != length) {
+    /* UCX may ask for a piece out of order. */
+    if (!mca_pml_ubermatch_convertor_seek(g->conv, offset) ||
+        opal_convertor_pack(g->conv, &iov, &iov_count, &max) < 0 || max != length) {
         return 1;
     }
     return 0;
+}
+
+bool mca_pml_ubermatch_convertor_seek(opal_convertor_t *conv, size_t offset)
+{
+    size_t position = offset;
+    if (offset == conv->bConverted) { /* the last piece ended here: the common case */
+        return true;
+    }
+    return OPAL_SUCCESS == opal_convertor_set_position(conv, &position) && position == offset;
 }
 
 bool mca_pml_ubermatch_gather_rows(const mca_pml_ubermatch_gather_t *g)

@@ -59,6 +59,9 @@ typedef struct mca_pml_ubermatch_gather {
 void mca_pml_ubermatch_gather_init(mca_pml_ubermatch_gather_t *g, opal_convertor_t *conv,
                                    const void *buf, size_t count, ompi_datatype_t *datatype);
 int mca_pml_ubermatch_gather(void *gather, size_t offset, void *dest, size_t length);
+/* Moves conv to offset bytes of the packed stream unless it is there (pieces
+ * out of order); false when it cannot get there. */
+bool mca_pml_ubermatch_convertor_seek(opal_convertor_t *conv, size_t offset);
 /* Whether g copies rows of a cache line or more (um_proto_send_packing's
  * rows): the convertor's layouts, strided blocks of 64 bytes or more. */
 bool mca_pml_ubermatch_gather_rows(const mca_pml_ubermatch_gather_t *g);

@@ -25,16 +25,23 @@ static void request_destruct(mca_pml_ubermatch_request_t *req)
 OBJ_CLASS_INSTANCE(mca_pml_ubermatch_request_t, ompi_request_t, request_construct,
                    request_destruct);
 
+/* The convertor left clean, if it was prepared (most receives never unpack: no
+ * call for them); a persistent request's earlier message's, before the next. */
+static void convertor_clean(mca_pml_ubermatch_request_t *req)
+{
+    if (req->convertor_used) {
+        opal_convertor_cleanup(&req->convertor);
+        req->convertor_used = false;
+    }
+}
+
 void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req)
 {
     if (NULL != req->datatype) {
         OMPI_DATATYPE_RELEASE(req->datatype);
         req->datatype = NULL;
     }
-    if (req->convertor_used) { /* most receives never unpack: no call for them */
-        opal_convertor_cleanup(&req->convertor);
-        req->convertor_used = false;
-    }
+    convertor_clean(req);
     OMPI_REQUEST_FINI(&req->ompi);
     /* Last: the communicator's destructor may run here (del_comm). */
     OBJ_RELEASE(req->ompi.req_mpi_object.comm);
@@ -157,9 +164,7 @@ static int send_start(mca_pml_ubermatch_request_t *req)
         /* Packed by the protocol as it sends: where it can, after the record
          * went out, while the receiver unpacks; through UCX, by UCX fragment
          * by fragment. The convertor is cleaned when the request is released. */
-        if (req->convertor_used) { /* a persistent send's earlier message */
-            opal_convertor_cleanup(&req->convertor);
-        }
+        convertor_clean(req);
         mca_pml_ubermatch_gather_init(&req->gather, &req->convertor, req->buf, req->count, req->datatype);
         req->convertor_used = !req->gather.strided;
     }
@@ -291,15 +296,12 @@ static void recv_unpack(void *cookie, size_t offset, const void *data, size_t le
         return;
     }
     if (0 == offset) {
-        if (req->convertor_used) { /* a persistent receive's earlier message */
-            opal_convertor_cleanup(&req->convertor);
-        }
+        convertor_clean(req);
         req->convertor_used = true;
         opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &req->datatype->super,
                                                  req->count, req->buf, 0, &req->convertor);
-    } else if (offset != req->convertor.bConverted) {
-        size_t position = offset;
-        opal_convertor_set_position(&req->convertor, &position);
+    } else {
+        (void) mca_pml_ubermatch_convertor_seek(&req->convertor, offset);
     }
     opal_convertor_unpack(&req->convertor, &iov, &iov_count, &max);
 }
