@@ -22,12 +22,23 @@ void Timers::enable(bool on, uint64_t cutoff_ns) {
     floor_ = on ? floor_ns() : 0;
 }
 
+int Engine::post_recv_traced(int32_t source, int32_t tag, const um_hint_t &hint, void *request, um_match_t *out) {
+    return post_recv_as<true>(source, tag, hint, request, out);
+}
+
+int Engine::arrive_traced(int32_t source, int32_t tag, const um_hint_t &hint, void *message, um_match_t *out) {
+    return arrive_as<true>(source, tag, hint, message, out);
+}
+
 int Engine::probe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out) {
     if (!valid_source(source, true)) {
         return UM_ERR_SOURCE;
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, false, [&] { return do_probe(source, tag, hint, false); });
+    if (trace_ != nullptr) {
+        traced(trace::TraceOp::probe, f, source, tag, hint, nullptr);
+    }
     if (f.status != UM_OK) {
         return f.status;
     }
@@ -42,6 +53,9 @@ int Engine::mprobe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, false, [&] { return do_probe(source, tag, hint, true); });
+    if (trace_ != nullptr) {
+        traced(trace::TraceOp::mprobe, f, source, tag, hint, nullptr);
+    }
     if (f.status != UM_OK) {
         return f.status;
     }
@@ -61,6 +75,10 @@ int Engine::cancel(int32_t source, int32_t tag, void *request, bool *removed) {
         return UM_ERR_ARG;
     }
     *removed = do_cancel(source, tag, request);
+    if (trace_ != nullptr) {
+        trace_->add(trace_cid_, um_hint_t{},
+                    {trace::TraceOp::cancel, *removed, source, tag, reinterpret_cast<uintptr_t>(request), 0});
+    }
     if (*removed) {
         --stats_.posted_len;
         ++stats_.cancels;

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <ctime>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <vector>
 
+#include "matching/trace_sink.h"
 #include "matching/ubermatch_engine.h"
 
 namespace ubermatch {
@@ -159,6 +161,15 @@ public:
     void set_timers(bool on, uint64_t cutoff_ns) { timers_.enable(on, cutoff_ns); }
     bool timers_on() const { return timers_.on(); }
 
+    // Every call from now on is recorded into sink as communicator cid's
+    // (matching/trace.h, record()); the last engine to let its sink go writes
+    // the file.
+    void attach_trace(std::shared_ptr<trace::Sink> sink, uint32_t cid) {
+        trace_owner_ = std::move(sink);
+        trace_ = trace_owner_.get();
+        trace_cid_ = cid;
+    }
+
 protected:
     // Search the unexpected queue; on a miss queue the receive.
     virtual Found do_post_recv(int32_t source, int32_t tag, const um_hint_t &hint,
@@ -181,23 +192,6 @@ protected:
     virtual void do_collective_begin(const um_hint_t &) {}
     virtual void do_collective_end(const um_hint_t &) {}
 
-    // For an engine that wraps another (the trace's, matching/trace_record.cc):
-    // the wrapped engine's own search, without its checks and statistics (the
-    // wrapper's post_recv ... cancel did them): a second pass through them
-    // costs ~3 ns a call.
-    static Found forward_post_recv(Engine &e, int32_t source, int32_t tag, const um_hint_t &hint, void *request) {
-        return e.do_post_recv(source, tag, hint, request);
-    }
-    static Found forward_arrive(Engine &e, int32_t source, int32_t tag, const um_hint_t &hint, void *message) {
-        return e.do_arrive(source, tag, hint, message);
-    }
-    static Found forward_probe(Engine &e, int32_t source, int32_t tag, const um_hint_t &hint, bool remove) {
-        return e.do_probe(source, tag, hint, remove);
-    }
-    static bool forward_cancel(Engine &e, int32_t source, int32_t tag, void *request) {
-        return e.do_cancel(source, tag, request);
-    }
-
     // Sequence numbers for posting and arrival order, shared by all queues.
     uint64_t next_seq() { return ++seq_; }
 
@@ -212,6 +206,26 @@ private:
         return hint.coll == UM_COLL_NONE ? stats_.p2p : stats_.coll;
     }
     static inline void account(um_class_stats_t &c, const Found &f);
+    // post_recv and arrive, recording (kTraced) or not. The trace is tested
+    // once, before the search, and a recorded call goes out of line to its
+    // own copy (*_traced, engine.cc, the append inline there): tested after
+    // the search, every call kept its arguments live across it, and with both
+    // copies inline in the caller the untraced one spilled more (1-2 ns a
+    // message with the trace off either way; docs/traces.md).
+    template <bool kTraced>
+    int post_recv_as(int32_t source, int32_t tag, const um_hint_t &hint, void *request, um_match_t *out);
+    template <bool kTraced>
+    int arrive_as(int32_t source, int32_t tag, const um_hint_t &hint, void *message, um_match_t *out);
+    int post_recv_traced(int32_t source, int32_t tag, const um_hint_t &hint, void *request, um_match_t *out);
+    int arrive_traced(int32_t source, int32_t tag, const um_hint_t &hint, void *message, um_match_t *out);
+    // A search's record (a trace attached); a refusal (a relaxed backend's
+    // assertion) is recorded too, with result 2.
+    void traced(trace::TraceOp op, const Found &f, int32_t source, int32_t tag, const um_hint_t &hint,
+                const void *id) {
+        const uint8_t result = f.status != UM_OK ? 2 : f.handle != nullptr;
+        trace_->add(trace_cid_, hint,
+                    {op, result, source, tag, reinterpret_cast<uintptr_t>(id), reinterpret_cast<uintptr_t>(f.handle)});
+    }
 
     // Runs one search (op: the do_* call), timed when the timers are on.
     template <class F>
@@ -238,13 +252,19 @@ private:
             return UM_ERR_ARG;
         }
         begin ? do_collective_begin(hint) : do_collective_end(hint);
+        if (trace_ != nullptr) {
+            trace_->add(trace_cid_, hint, {begin ? trace::TraceOp::coll_begin : trace::TraceOp::coll_end, 0, 0, 0, 0, 0});
+        }
         return UM_OK;
     }
 
     const int32_t comm_size_;
+    uint32_t trace_cid_ = 0;
+    trace::Sink *trace_ = nullptr; // recording: trace_owner_, without the shared_ptr's indirection
     uint64_t seq_ = 0;
     um_stats_t stats_{};
     Timers timers_;
+    std::shared_ptr<trace::Sink> trace_owner_;
 };
 
 // Two engines counted as one (a communicator's two engines, the two instances
@@ -287,6 +307,19 @@ inline void Engine::account(um_class_stats_t &c, const Found &f) {
 
 inline int Engine::post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *request,
                       um_match_t *out) {
+    return __builtin_expect(trace_ != nullptr, 0) ? post_recv_traced(source, tag, hint, request, out)
+                                                  : post_recv_as<false>(source, tag, hint, request, out);
+}
+
+inline int Engine::arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message,
+                   um_match_t *out) {
+    return __builtin_expect(trace_ != nullptr, 0) ? arrive_traced(source, tag, hint, message, out)
+                                                  : arrive_as<false>(source, tag, hint, message, out);
+}
+
+template <bool kTraced>
+inline int Engine::post_recv_as(int32_t source, int32_t tag, const um_hint_t &hint, void *request,
+                      um_match_t *out) {
     if (__builtin_expect(!valid_source(source, true), 0)) {
         return UM_ERR_SOURCE;
     }
@@ -295,6 +328,9 @@ inline int Engine::post_recv(int32_t source, int32_t tag, const um_hint_t &hint,
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, false, [&] { return do_post_recv(source, tag, hint, request); });
+    if (kTraced) {
+        traced(trace::TraceOp::post_recv, f, source, tag, hint, request);
+    }
     if (__builtin_expect(f.status != UM_OK, 0)) {
         return f.status; // refused (a relaxed backend's assertion): nothing queued, nothing counted
     }
@@ -308,7 +344,8 @@ inline int Engine::post_recv(int32_t source, int32_t tag, const um_hint_t &hint,
     return UM_OK;
 }
 
-inline int Engine::arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message,
+template <bool kTraced>
+inline int Engine::arrive_as(int32_t source, int32_t tag, const um_hint_t &hint, void *message,
                    um_match_t *out) {
     if (!valid_source(source, false)) {
         return UM_ERR_SOURCE;
@@ -321,6 +358,9 @@ inline int Engine::arrive(int32_t source, int32_t tag, const um_hint_t &hint, vo
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, true, [&] { return do_arrive(source, tag, hint, message); });
+    if (kTraced) {
+        traced(trace::TraceOp::arrive, f, source, tag, hint, message);
+    }
     if (__builtin_expect(f.status != UM_OK, 0)) {
         return f.status;
     }

@@ -11,7 +11,7 @@ matching_libubermatch_matching_la_SOURCES = \
 	matching/queue.h \
 	matching/registry.h matching/registry.cc \
 	matching/c_api.cc \
-	matching/trace.h matching/um_trace.h matching/trace_record.cc matching/trace_read.cc \
+	matching/trace.h matching/trace_format.h matching/trace_sink.h matching/um_trace.h matching/trace_record.cc matching/trace_read.cc \
 	matching/trace_writer.h matching/trace_writer.cc \
 	matching/list.h matching/list.cc \
 	matching/perpeer.h matching/perpeer.cc \

@@ -1,7 +1,8 @@
-// Recording a matching trace: an Engine decorator that forwards every call to
-// the real backend and appends one PackedRecord per call to a per-process
-// buffer (a chunk of trace_writer.h's), written out when it fills and when the
-// last engine goes (MPI_Finalize).
+// Recording a matching trace: each engine's calls append one PackedRecord per
+// call (trace_sink.h, inline in engine.h) to a per-process buffer (a chunk of
+// trace_writer.h's), written out when it fills and when the last engine goes
+// (MPI_Finalize). This file is the buffer's owner: the clock, the context and
+// wide records, the writes, and the engine-creation hook record().
 //
 // The record path is what tracing costs per message (two records: the receive
 // and the arrival), so it does no look-up and no system call: the records keep
@@ -69,28 +70,14 @@ private:
     const uint64_t tick0_;
 };
 
-// An event as the decorator sees it: what one record of the file says.
-struct Event {
-    TraceOp op;
-    uint8_t result;
-    int32_t source, tag;
-    uint64_t id, matched; // addresses
-};
-
 // One per process, shared by its engines; flushed and closed by the last.
-//
-// The append is the cost of recording (two per message), so the common event
-// is one 16-byte store behind one branch: the clock, the context (cid and
-// hint) and what the event's 16 bytes cannot hold go into records of their
-// own, before the event, only when due (every kTimeEvery records) or needed;
-// that branch also covers the buffer's end (one bounds check per event, with
-// room kept for the extra records).
-class Recorder {
+// The append itself is the Sink's (trace_sink.h); this is its file side.
+class Recorder final : public Sink {
 public:
     // size: of the communicator whose engine made it (MPI_COMM_WORLD's for rank >= 0).
     Recorder(const std::string &dir, const std::string &tag, uint32_t job, int32_t rank, int32_t size,
              const char *backend, bool threads, bool direct)
-        : threads_(threads),
+        : Sink(threads),
           path_(file_of(dir, tag, rank >= 0 ? rank : static_cast<int32_t>(getpid()))),
           header_(make_header(rank, job, clock_.t0_ns(), backend)), out_(path_, &header_, sizeof header_, direct) {
         buf_ = out_.area();
@@ -120,17 +107,6 @@ public:
         if (made && !whole) {
             std::fprintf(stderr, "ubermatch trace: %s: cannot write its end (%s): the file is incomplete\n",
                          path_.c_str(), std::strerror(out_.error()));
-        }
-    }
-    Recorder(const Recorder &) = delete;
-    Recorder &operator=(const Recorder &) = delete;
-
-    void add(uint32_t cid, const um_hint_t &hint, const Event &e) {
-        if (__builtin_expect(threads_, 0)) { // MPI_THREAD_MULTIPLE: engines of several comms
-            std::lock_guard<std::mutex> lock(mu_);
-            put(cid, hint, e);
-        } else {
-            put(cid, hint, e);
         }
     }
     // Called now and then while the job makes progress; once a second has
@@ -165,43 +141,7 @@ private:
     // Kept free after an event: the destructor's last time record.
     static constexpr size_t kKeep = kMaxPerEvent + 1;
 
-    // Whether the event fits its own 16 bytes (v4 in trace.h): 0 when it does.
-    static uint64_t wide(const Event &e) {
-        using namespace v4;
-        return ((e.id | e.matched) & kWideAddress) |
-               ((static_cast<uint32_t>(e.source) + (1u << (kSourceBits - 1))) >> kSourceBits) |
-               ((static_cast<uint32_t>(e.tag) + (1u << (kTagBits - 1))) >> kTagBits);
-    }
-    // The context as two words: the hint's coll and msg_size as the hint holds
-    // them (one load, its reserved half-word left out), and cid with comm_size.
-    static uint64_t hint_word(const um_hint_t &hint) {
-        static_assert(offsetof(um_hint_t, coll) == 0 && offsetof(um_hint_t, msg_size) == 4 &&
-                          __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-                      "hint_word reads coll and msg_size as one word");
-        uint64_t w;
-        std::memcpy(&w, &hint, sizeof w);
-        return w & 0xffffffff0000ffffull;
-    }
-    static uint64_t cid_word(uint32_t cid, const um_hint_t &hint) { return uint64_t{cid} << 32 | hint.comm_size; }
-    void put(uint32_t cid, const um_hint_t &hint, const Event &e) {
-        using namespace v4;
-        const uint64_t hw = hint_word(hint), cw = cid_word(cid, hint);
-        const uint64_t changed = (hw ^ hint_word_) | (cw ^ cid_word_) | wide(e);
-        if (__builtin_expect((changed | (n_ >= due_)) != 0, 0)) {
-            prefix(hw, cw, e.source, e.tag, e.id, e.matched);
-        }
-        // A wide event's bits that spill into the source and tag fields are
-        // ignored by the reader (the wide record has them whole).
-        const uint64_t source = static_cast<uint32_t>(e.source) & ((1u << kSourceBits) - 1);
-        const uint64_t tag = static_cast<uint32_t>(e.tag) & ((1u << kTagBits) - 1);
-        buf_[n_++] = {e.id << kIdShift | source << 6 | static_cast<uint64_t>(e.result) << 4 | static_cast<uint8_t>(e.op),
-                      e.matched << kIdShift | tag};
-    }
-    // The records before an event that are due; flushes a full buffer first.
-    // The event's fields come as scalars: by reference the caller would store
-    // them to memory on every event for this rare call.
-    __attribute__((noinline)) void prefix(uint64_t hw, uint64_t cw, int32_t source, int32_t tag, uint64_t id,
-                                          uint64_t matched) {
+    void prefix(uint64_t hw, uint64_t cw, int32_t source, int32_t tag, uint64_t id, uint64_t matched) override {
         if (n_ > room_ - kKeep) {
             flush();
         }
@@ -267,18 +207,11 @@ private:
         due_ = 0; // the next event starts the buffer with its time and context
     }
 
-    // The append's state first, together (one cache line).
-    size_t n_ = 0;
-    size_t due_ = 0;              // at this n_ the next event takes prefix()
-    PackedRecord *buf_ = nullptr; // out_'s area
-    uint64_t hint_word_ = 0, cid_word_ = 0; // the context in force (hint_word(), cid_word())
-    const bool threads_;
     size_t time_at_ = 0; // the next time record at this n_
     size_t idle_n_ = 0;  // n_ at the last idle() that saw it change
     uint64_t idle_since_ = 0;
     static constexpr uint64_t kIdleNs = 1000000000;
     size_t room_ = 0;    // records that fit at buf_
-    std::mutex mu_;
     const Clock clock_;
     const std::string path_;
     TraceHeader header_;
@@ -302,115 +235,6 @@ std::shared_ptr<Recorder> recorder_for(int32_t rank, int32_t size, const char *b
     }
     return r;
 }
-
-uint64_t address(const void *handle) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle)); }
-
-// Forwards to the real engine and records each call with the handles it was
-// given and returned. The calls go straight to the backend's search: this
-// engine's post_recv ... cancel did the checks and keep the counts. With the
-// timers on they go through the backend's own post_recv ... cancel instead,
-// which time the search alone as without a trace (the clock reads cost far
-// more than the second pass).
-class TracingEngine final : public Engine {
-public:
-    TracingEngine(std::unique_ptr<Engine> inner, uint32_t cid, int32_t rank, bool internal)
-        : Engine(inner->comm_size()), inner_(std::move(inner)), timed_(inner_->timers_on()), cid_(cid),
-          owner_(recorder_for(cid == 0 ? rank : -1, comm_size(), inner_->name())), rec_(*owner_) {
-        // Its relaxations and role in the matched field (8-aligned: the short
-        // form): a replay must know where the job let equal keys overtake, and
-        // which of a communicator's engines this one is.
-        const uint64_t what = relaxations_of(inner_->name()) | (internal ? kInternalEngine : 0u);
-        rec_.add(cid_, um_hint_t{}, {TraceOp::comm_create, 0, rank, comm_size(), 0, what << 3});
-    }
-    const char *name() const override { return inner_->name(); }
-
-protected:
-    Found do_post_recv(int32_t source, int32_t tag, const um_hint_t &hint, void *request) override {
-        const Found f = search([&](um_match_t &m) { return inner_->post_recv(source, tag, hint, request, &m); },
-                               [&] { return forward_post_recv(*inner_, source, tag, hint, request); });
-        return searched(TraceOp::post_recv, f, source, tag, hint, address(request));
-    }
-    Found do_arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message) override {
-        const Found f = search([&](um_match_t &m) { return inner_->arrive(source, tag, hint, message, &m); },
-                               [&] { return forward_arrive(*inner_, source, tag, hint, message); });
-        return searched(TraceOp::arrive, f, source, tag, hint, address(message));
-    }
-    Found do_probe(int32_t source, int32_t tag, const um_hint_t &hint, bool remove) override {
-        const Found f = search(
-            [&](um_match_t &m) {
-                return remove ? inner_->mprobe(source, tag, hint, &m) : inner_->probe(source, tag, hint, &m);
-            },
-            [&] { return forward_probe(*inner_, source, tag, hint, remove); });
-        return searched(remove ? TraceOp::mprobe : TraceOp::probe, f, source, tag, hint, 0);
-    }
-    bool do_cancel(int32_t source, int32_t tag, void *request) override {
-        bool removed = false;
-        if (timed_) {
-            inner_->cancel(source, tag, request, &removed);
-        } else {
-            removed = forward_cancel(*inner_, source, tag, request);
-        }
-        rec_.add(cid_, um_hint_t{}, {TraceOp::cancel, removed, source, tag, address(request), 0});
-        return removed;
-    }
-    void do_collective_begin(const um_hint_t &hint) override { collective(TraceOp::coll_begin, hint); }
-    void do_collective_end(const um_hint_t &hint) override { collective(TraceOp::coll_end, hint); }
-
-    void visit(const Visitor &f) const override {
-        const Snapshot s = inner_->snapshot();
-        for (const QueuedElement &e : s.posted) {
-            f(true, e);
-        }
-        for (const QueuedElement &e : s.unexpected) {
-            f(false, e);
-        }
-    }
-    uint64_t queues_allocated() const override { return inner_->stats().queues; }
-    uint64_t bytes_used() const override { return inner_->stats().bytes; }
-    // The backend's statistics (its timers, SIMD and adaptive counters); the
-    // counts of calls and queue lengths are this engine's where the calls
-    // bypassed the backend's counting.
-    void backend_stats(um_stats_t &s) const override {
-        um_stats_t b = inner_->stats();
-        if (!timed_) {
-            b.posted_len = s.posted_len;
-            b.unexpected_len = s.unexpected_len;
-            b.posted_max = s.posted_max;
-            b.unexpected_max = s.unexpected_max;
-            b.cancels = s.cancels;
-            b.p2p = s.p2p;
-            b.coll = s.coll;
-        }
-        s = b;
-    }
-
-private:
-    template <class Api, class Direct> Found search(Api &&api, Direct &&direct) {
-        if (__builtin_expect(timed_, 0)) {
-            um_match_t m{};
-            const int rc = api(m);
-            return rc != UM_OK ? Found{nullptr, 0, rc} : Found{m.handle, m.inspected};
-        }
-        return direct();
-    }
-    // A search's record; a refusal (a relaxed backend's assertion) is passed
-    // on: nothing queued.
-    Found searched(TraceOp op, const Found &f, int32_t source, int32_t tag, const um_hint_t &hint, uint64_t id) {
-        const uint8_t result = f.status != UM_OK ? 2 : f.handle != nullptr;
-        rec_.add(cid_, hint, {op, result, source, tag, id, address(f.handle)});
-        return f;
-    }
-    void collective(TraceOp op, const um_hint_t &hint) {
-        op == TraceOp::coll_begin ? inner_->collective_begin(hint) : inner_->collective_end(hint);
-        rec_.add(cid_, hint, {op, 0, 0, 0, 0, 0});
-    }
-
-    const std::unique_ptr<Engine> inner_;
-    const bool timed_;
-    const uint32_t cid_;
-    const std::shared_ptr<Recorder> owner_; // the last engine to go writes the file
-    Recorder &rec_;                         // the same, without the shared_ptr's indirection
-};
 
 } // namespace
 
@@ -469,7 +293,14 @@ std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t 
     if (__builtin_expect(g_dir.empty(), 1)) {
         return e;
     }
-    return std::make_unique<TracingEngine>(std::move(e), cid, rank, internal);
+    std::shared_ptr<Recorder> r = recorder_for(cid == 0 ? rank : -1, e->comm_size(), e->name());
+    // Its relaxations and role in the matched field (8-aligned: the short
+    // form): a replay must know where the job let equal keys overtake, and
+    // which of a communicator's engines this one is.
+    const uint64_t what = relaxations_of(e->name()) | (internal ? kInternalEngine : 0u);
+    r->add(cid, um_hint_t{}, {TraceOp::comm_create, 0, rank, e->comm_size(), 0, what << 3});
+    e->attach_trace(std::move(r), cid);
+    return e;
 }
 
 } // namespace trace

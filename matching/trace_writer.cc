@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,6 +33,16 @@ int io_getevents(aio_context_t ctx, io_event *ev) {
     return static_cast<int>(syscall(SYS_io_getevents, ctx, 1, 1, ev, nullptr));
 }
 
+// ftruncate(fd, len) where fd is a regular file; a device (trace_cost
+// --devnull's /dev/null) has no length to cut.
+bool cut_at(int fd, off_t len) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        return true;
+    }
+    return ::ftruncate(fd, len) == 0;
+}
+
 // path opened for writing and emptied, unless another open file holds its
 // lock: a job still writing it (two mpiruns recording into one directory name
 // their files alike), whose file is then left whole (-1, errno EBUSY). The
@@ -47,7 +58,7 @@ int open_exclusive(const std::string &path) {
         errno = EBUSY;
         return -1;
     }
-    if (::ftruncate(fd, 0) != 0) {
+    if (!cut_at(fd, 0)) {
         const int e = errno;
         ::close(fd);
         errno = e;
@@ -253,7 +264,7 @@ bool TraceWriter::finish(size_t n, PackedRecord end, const void *header) {
     end.b += lost_;
     // The space allocated ahead (or what follows a failed write) is cut off.
     errno = 0;
-    const bool whole = plain_fd_ >= 0 && ::ftruncate(plain_fd_, end_at) == 0 &&
+    const bool whole = plain_fd_ >= 0 && cut_at(plain_fd_, end_at) &&
                        write_plain(&end, sizeof end, end_at) && write_plain(header, header_size_, 0);
     if (!whole) { // before closing the files can change errno
         error_ = plain_fd_ < 0 ? EBADF : errno != 0 ? errno : EIO;

@@ -1,9 +1,9 @@
-// Matching traces (matching/trace.h): the recording decorator keeps the
+// Matching traces (matching/trace.h): a recording engine keeps the
 // addresses it is given, the reader turns them into ids by following the
 // queues, so addresses the caller reuses (as the PML recycles requests and
 // descriptors) still name the right element; a replay of the ids makes the
 // recorded matches; the lock under MPI_THREAD_MULTIPLE keeps every record; a
-// refusal passes through the decorator.
+// refusal is recorded and passed on.
 #include <catch2/catch.hpp>
 
 #include <cstdio>

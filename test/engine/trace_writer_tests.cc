@@ -199,6 +199,21 @@ TEST_CASE("direct and buffered writers write the same file across many chunks", 
     }
 }
 
+// A trace file that is a device (a link to /dev/null: trace_cost --devnull
+// measures the append without the file's writes that way) has no length to
+// set: the writer takes it, writes everything, and finishes whole.
+TEST_CASE("a trace file that is a link to /dev/null is written whole, direct or buffered", "[trace]") {
+    TempDir dir;
+    const std::string path = dir.path + "/null.umt";
+    REQUIRE(::symlink("/dev/null", path.c_str()) == 0);
+    for (bool direct : {true, false}) {
+        INFO("direct " << direct);
+        const Written w = write_records(path, 100000, direct, header_bytes());
+        CHECK(w.whole);
+        CHECK(w.lost == 0);
+    }
+}
+
 // Two mpiruns recording into one directory name their files alike: the
 // second to come leaves the first's file alone, and a later run (the first
 // finished) takes the file over.
