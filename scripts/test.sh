@@ -56,6 +56,7 @@ tailq_bins_tsan() {
         test/engine/tailq_tsan.sh --ops 20000 --bins 4 --receivers 3 --arrivers 3 --wildcards 0.01
 }
 suite "tail queues in 4 bins, every backend, concurrent under TSan" tailq_bins_tsan
+suite "matching traces recorded from threads at once, under TSan" test/engine/trace_tsan.sh
 
 # MPI tests under mpirun, with every backend, then once over TCP (the path
 # between hosts) with the default backend (auto).

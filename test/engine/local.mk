@@ -25,6 +25,8 @@ test_engine_unit_tests_LDADD = $(UM_ENGINE_TEST_LIBS)
 test_engine_differential_tests_SOURCES = test/engine/differential_tests.cc
 test_engine_differential_tests_LDADD = $(UM_ENGINE_TEST_LIBS)
 
-# The tail queues under ThreadSanitizer: built and run by tailq_tsan.sh (g++
-# with -fsanitize=thread, which this build's flags cannot be mixed with).
-EXTRA_DIST += test/engine/tailq_concurrent.cc test/engine/tailq_tsan.sh
+# The tail queues and the trace recorder under ThreadSanitizer: built and run
+# by tailq_tsan.sh and trace_tsan.sh (g++ with -fsanitize=thread, which this
+# build's flags cannot be mixed with; tsan_build.sh).
+EXTRA_DIST += test/engine/tailq_concurrent.cc test/engine/tailq_tsan.sh test/engine/trace_tsan.sh \
+	test/engine/tsan_build.sh
