@@ -22,7 +22,8 @@
 # pml_ubermatch_trace_direct false"). --wait-idle S: before each
 # run, wait up to S seconds for the CPUs to be 90% idle.
 #
-# scripts/env.sh sourced. Each queue_bench point: --reps 5 --time 1, its mean
+# With scripts/env.sh sourced the build's components run (else those installed
+# in Open MPI's directory; --compare needs env.sh). Each queue_bench point: --reps 5 --time 1, its mean
 # rate (all of a repetition's messages over all its time, the median
 # repetition): the iterations in which a full trace buffer goes to the file are
 # few, so the median iteration, queue_bench's value, would leave that cost out.
@@ -51,6 +52,14 @@ while [ $# -gt 0 ]; do
 done
 . bench/mpi/common.sh
 bench=$build/bench/mpi/queue_bench
+# The components: scripts/env.sh's path (the build's), else Open MPI's own
+# directory (installed there). --compare swaps the path's last directory (the
+# build's components) for DIR: without env.sh's path there is none to swap.
+if [ -n "$compare" ] && [ -z "${OMPI_MCA_mca_base_component_path:-}" ]; then
+    echo "trace-overhead.sh: --compare needs scripts/env.sh sourced first (. scripts/env.sh)" >&2
+    exit 2
+fi
+components=${OMPI_MCA_mca_base_component_path:-$(ompi_info --parsable --path pkglibdir | sed -n 's/^path:pkglibdir://p')}
 [ -x "$bench" ] || { echo "trace-overhead.sh: $bench not built (make -C $build)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -72,7 +81,7 @@ for p in $proxies; do
 done
 
 mpi() { # off|on|other, program and arguments -> its output; the trace, when on, left in $tmp/trace
-    local trace=() path=$OMPI_MCA_mca_base_component_path t=$1
+    local trace=() path=$components t=$1
     shift
     [ "$t" != off ] && trace=(--mca pml_ubermatch_trace "$tmp/trace")
     [ "$t" = other ] && [ -n "$compare" ] && path="${path%:*}:$compare"
