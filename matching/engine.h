@@ -207,11 +207,11 @@ private:
     }
     static inline void account(um_class_stats_t &c, const Found &f);
     // post_recv and arrive, recording (kTraced) or not. The trace is tested
-    // once, before the search, and a recorded call goes out of line to its
-    // own copy (*_traced, engine.cc, the append inline there): tested after
-    // the search, every call kept its arguments live across it, and with both
-    // copies inline in the caller the untraced one spilled more (1-2 ns a
-    // message with the trace off either way; docs/traces.md).
+    // once, before the search; a recorded call goes out of line to its own
+    // copy (*_traced, engine.cc; the append inline there). Tested after the
+    // search, the untraced calls kept their arguments live across it, and
+    // with both copies inline in the caller the untraced one spilled more:
+    // each cost 1-2 ns a message with the trace off (docs/traces.md).
     template <bool kTraced>
     int post_recv_as(int32_t source, int32_t tag, const um_hint_t &hint, void *request, um_match_t *out);
     template <bool kTraced>
