@@ -154,6 +154,44 @@ TEST_CASE("a refusal passes through the recording engine, recorded as an error",
     CHECK(f.records[3].matched == f.records[2].id); // the refused receive was never queued
 }
 
+// Recording happens inside the engine's own calls (no second engine): each
+// call is counted once in the statistics, and with the timers on the
+// searches are timed as without a trace; every call is in the file.
+TEST_CASE("a recording engine counts and times each call once", "[trace]") {
+    constexpr int kN = 100;
+    for (bool timed : {false, true}) {
+        INFO("timers " << timed);
+        Recording rec(false);
+        um_stats_t s{};
+        {
+            std::unique_ptr<Engine> e = trace::record(make_engine("list", 2, default_params()), 0, 0);
+            e->set_timers(timed, 0);
+            um_match_t m{};
+            for (int i = 0; i < kN; ++i) {
+                REQUIRE(e->post_recv(1, i, kP2P, h(0x1000 + 8 * static_cast<uintptr_t>(i)), &m) == UM_OK);
+            }
+            for (int i = 0; i < kN; ++i) {
+                REQUIRE(e->arrive(1, i, kP2P, h(0x9000 + 8 * static_cast<uintptr_t>(i)), &m) == UM_OK);
+                CHECK(m.handle == h(0x1000 + 8 * static_cast<uintptr_t>(i)));
+            }
+            bool removed = true;
+            REQUIRE(e->cancel(1, 0, h(0x1000), &removed) == UM_OK);
+            CHECK(!removed);
+            s = e->stats();
+        }
+        CHECK(s.p2p.searches == 2 * kN);
+        CHECK(s.p2p.matches == kN);
+        CHECK(s.posted_len == 0);
+        CHECK(s.posted_max == kN);
+        CHECK(s.unexpected_max == 0);
+        CHECK((s.p2p.search_ns > 0) == timed);
+        const trace::TraceFile f = trace::read_file(rec.dir + "/rank-0.umt");
+        REQUIRE(f.records.size() == 2 * kN + 2); // comm_create, the calls, the cancel
+        CHECK(f.records.back().op == static_cast<uint8_t>(TraceOp::cancel));
+        CHECK(f.records.back().result == 0);
+    }
+}
+
 TEST_CASE("with threads, engines recording at once lose no record", "[trace]") {
     Recording rec(true);
     constexpr int kThreads = 4, kRounds = 50000; // 200000 records each
