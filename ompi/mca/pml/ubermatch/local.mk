@@ -9,6 +9,7 @@ ompi_mca_pml_ubermatch_mca_pml_ubermatch_la_SOURCES = \
 	ompi/mca/pml/ubermatch/pml_ubermatch_request.c \
 	ompi/mca/pml/ubermatch/pml_ubermatch_pack.h \
 	ompi/mca/pml/ubermatch/pml_ubermatch_pack.c \
+	ompi/mca/pml/ubermatch/pml_ubermatch_probe.c \
 	ompi/mca/pml/ubermatch/pml_ubermatch_pvar.c \
 	ompi/mca/pml/ubermatch/pml_ubermatch_assert.c \
 	ompi/mca/pml/ubermatch/pml_ubermatch_coll_hooks.h \
