@@ -248,6 +248,66 @@ TEST_CASE("protocol: a pull from the arena is packed while its receiver unpacks"
     um_proto_send_buffer_return(p.a, buffer, n);
 }
 
+// A piece the glue refuses (unpack_tests.cc for the other paths): from the
+// arena, whole or while the sender packs, the receive fails and is passed no
+// later piece; the send completes, and the next message arrives whole.
+TEST_CASE("protocol: a piece the glue refuses from the arena fails its receive, not the send",
+          "[protocol][shm][pull]") {
+    PullPair p(24);
+    const size_t n = 300000;
+    const auto m = pattern(n, 24);
+    auto *buffer = static_cast<unsigned char *>(um_proto_send_buffer(p.a, n));
+    REQUIRE(buffer != nullptr);
+    const auto refused = [&](const Op &r, const Op &s, int refuse) {
+        CHECK(r.status == UM_PROTO_ERROR);
+        CHECK(r.received == 0);
+        CHECK(r.unpack_pieces == refuse + 1);
+        CHECK(r.calls_after_refusal == 0);
+        CHECK(s.status == UM_PROTO_OK);
+    };
+    {
+        INFO("packed before it was sent: one piece, refused");
+        std::memcpy(buffer, m.data(), n);
+        Op s, r;
+        r.refuse_piece = 0;
+        REQUIRE(p.post(p.cb, 0, 1, nullptr, n, r) == UM_PROTO_OK);
+        REQUIRE(p.send(p.ca, 1, buffer, n, s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        refused(r, s, 0);
+    }
+    {
+        INFO("a slow sender packing: the second piece refused, the sender packs on");
+        Packing pk(m.data());
+        pk.nap = std::chrono::milliseconds(3);
+        Op s, r;
+        r.refuse_piece = 1;
+        REQUIRE(p.post(p.cb, 0, 2, nullptr, n, r) == UM_PROTO_OK);
+        int rc = UM_PROTO_ERROR;
+        std::thread sender([&] { rc = send_packing(p, 2, buffer, n, pk, s); });
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!r.done && std::chrono::steady_clock::now() < end) {
+            um_proto_progress(p.b);
+        }
+        sender.join();
+        REQUIRE(rc == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(pk.calls.size() == 10);
+        refused(r, s, 1);
+    }
+    {
+        INFO("the next message, whole");
+        Packing pk(m.data());
+        Op s, r;
+        REQUIRE(p.post(p.cb, 0, 3, nullptr, n, r) == UM_PROTO_OK);
+        REQUIRE(send_packing(p, 3, buffer, n, pk, s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.status == UM_PROTO_OK);
+        CHECK(r.unpacked == m);
+    }
+    CHECK(shm_of(p.b).pulls_mapped == 3);
+    um_proto_send_buffer_return(p.a, buffer, n);
+}
+
 // A small message whose packer writes rows is packed into a stage and copied
 // into its send buffer (kPackStage); a large one, or one of single words, is
 // packed straight into the buffer. Either way it arrives whole.
@@ -422,16 +482,9 @@ TEST_CASE("protocol: with threads, a packed send streams while its receiver unpa
         x.pk.nap = std::chrono::milliseconds(3);
         x.pk.send_op = &x.s;
         REQUIRE(Pair::post_at(t.p.a, t.ca, 1, 4, x.buf.data(), 1000, x.r) == UM_PROTO_OK);
-        std::atomic<bool> stop{false};
-        std::thread progress([&] { // a (single-threaded) only here meanwhile
-            while (!stop.load(std::memory_order_acquire)) {
-                um_proto_progress(t.p.a);
-                um_proto_progress(t.p.b);
-            }
-        });
+        Progressing progress(t.p.a, t.p.b); // a (single-threaded) only here meanwhile
         t.send(x, 4, false);
-        stop.store(true, std::memory_order_release);
-        progress.join();
+        progress.stop();
         REQUIRE(x.rc == UM_PROTO_OK);
         CHECK(x.pk.record_first);
         CHECK(x.pk.calls.size() == 10);

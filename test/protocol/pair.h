@@ -50,6 +50,8 @@ struct Op {
     int unpack_messages = 0;             // messages unpacked (calls at offset 0)
     int unpack_pieces = 0;               // calls of the unpack callback
     bool unpack_out_of_order = false;    // a piece not where the last one ended
+    int refuse_piece = -1;               // the unpack callback refuses its call of this index (from 0)
+    int calls_after_refusal = 0;         // calls of the unpack callback after it refused one
 };
 
 inline void send_done(void *cookie, int status) {
@@ -81,10 +83,18 @@ inline void recv_done(void *cookie, int32_t source, int32_t tag, size_t received
 }
 
 // Pieces must come in order, each where the last ended (offset 0 starts a
-// message): anything else is recorded as a failed unpack.
-inline void recv_unpack(void *cookie, size_t offset, const void *data, size_t length) {
+// message): anything else is recorded as a failed unpack. The call numbered
+// refuse_piece is refused, as a glue whose convertor cannot take a piece.
+inline int recv_unpack(void *cookie, size_t offset, const void *data, size_t length) {
     Op *op = static_cast<Op *>(cookie);
     const auto *p = static_cast<const unsigned char *>(data);
+    if (op->refuse_piece >= 0 && op->unpack_pieces > op->refuse_piece) {
+        ++op->calls_after_refusal;
+    }
+    if (op->unpack_pieces == op->refuse_piece) {
+        ++op->unpack_pieces;
+        return 1;
+    }
     if (offset == 0) {
         op->unpacked.clear();
         ++op->unpack_messages;
@@ -93,9 +103,39 @@ inline void recv_unpack(void *cookie, size_t offset, const void *data, size_t le
     }
     op->unpacked.insert(op->unpacked.end(), p, p + length);
     ++op->unpack_pieces;
+    return 0;
 }
 
 inline const um_proto_callbacks_t kCallbacks = {send_done, recv_done, recv_unpack};
+
+// Progresses one core (or two) on a thread of its own until stop() or the
+// end of its scope: a REQUIRE that fails meanwhile ends the test case, not the
+// run (a std::thread destroyed unjoined terminates the process).
+class Progressing {
+public:
+    explicit Progressing(um_proto_t *p, um_proto_t *q = nullptr)
+        : thread_([this, p, q] {
+              while (!stop_.load(std::memory_order_acquire)) {
+                  um_proto_progress(p);
+                  if (q != nullptr) {
+                      um_proto_progress(q);
+                  }
+              }
+          }) {}
+    ~Progressing() { stop(); }
+    Progressing(const Progressing &) = delete;
+    Progressing &operator=(const Progressing &) = delete;
+    void stop() {
+        stop_.store(true, std::memory_order_release);
+        if (thread_.joinable()) {
+            thread_.join();
+        }
+    }
+
+private:
+    std::atomic<bool> stop_{false}; // before thread_: set when the thread starts
+    std::thread thread_;
+};
 
 // tailq_bins: 0, no tail queues; else tail queues in that many bins.
 // pull: messages from 32 KiB go as single-copy pulls once the ring is up.
@@ -147,15 +187,8 @@ struct Pair {
     // processes finalize at once: `other` is progressed on a thread of its own
     // (it shares nothing with p) while p disconnects. Seen to hang otherwise.
     static void disconnect_progressing(um_proto_t *p, um_proto_peer_t **peer, um_proto_t *other) {
-        std::atomic<bool> done{false};
-        std::thread progress([&] {
-            while (!done.load(std::memory_order_acquire)) {
-                um_proto_progress(other);
-            }
-        });
+        Progressing progress(other);
         um_proto_disconnect(p, peer, 1);
-        done.store(true, std::memory_order_release);
-        progress.join();
     }
     static um_proto_peer_t *connect(um_proto_t *from, um_proto_t *to, bool local) {
         void *address = nullptr;

@@ -638,30 +638,31 @@ TEST_CASE("protocol: with threads, settling sends waits for the thread inside pr
     g_slow_op = &slow;
     g_recv_done_hook = slow_receive;
     REQUIRE(Pair::post_at(p.b, cb, 0, 2, one.data(), one.size(), slow) == UM_PROTO_OK);
-    std::atomic<bool> stop{false};
-    std::thread progress([&] { // b's progress: this thread alone
-        while (!stop.load(std::memory_order_acquire)) {
-            um_proto_progress(p.b);
+    struct Unhook { // also when a REQUIRE below fails
+        ~Unhook() {
+            g_recv_done_hook = nullptr;
+            g_slow_op = nullptr;
         }
-    });
+    } unhook;
+    Progressing progress(p.b); // b's progress: this thread alone
     REQUIRE(um_proto_send(p.a, ca, p.a_to_b, 1, 2, &hint, m.data(), 8, 0, &slow_send.send, &slow_send) ==
             UM_PROTO_OK);
-    while (!g_slow_started.load(std::memory_order_acquire)) {
-        um_proto_progress(p.a);
-    }
+    const auto progress_a_until = [&](const auto &done) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!done() && std::chrono::steady_clock::now() < end) {
+            um_proto_progress(p.a);
+        }
+        return done();
+    };
+    REQUIRE(progress_a_until([] { return g_slow_started.load(std::memory_order_acquire); }));
     INFO("a receives the pull (and hands it back) while b's progress sleeps in a completion");
     REQUIRE(Pair::post_at(p.a, ca, 1, 1, buf.data(), n, r) == UM_PROTO_OK);
-    while (!r.done) {
-        um_proto_progress(p.a);
-    }
+    REQUIRE(progress_a_until([&] { return __atomic_load_n(&r.done, __ATOMIC_ACQUIRE); }));
     CHECK(buf == m);
     CHECK_FALSE(__atomic_load_n(&pulled.done, __ATOMIC_ACQUIRE)); // handed back, not reaped
     um_proto_settle_sends(p.b);
     CHECK(__atomic_load_n(&pulled.done, __ATOMIC_ACQUIRE)); // reaped by the time it returns
-    stop.store(true, std::memory_order_release);
-    progress.join();
-    g_recv_done_hook = nullptr;
-    g_slow_op = nullptr;
+    progress.stop();
     REQUIRE(p.until([&] { return slow.done && slow_send.done && pulled.done; }));
     CHECK(pulled.status == UM_PROTO_OK);
 }

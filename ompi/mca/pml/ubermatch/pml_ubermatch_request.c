@@ -282,8 +282,9 @@ static void send_done(void *cookie, int status)
 
 /* A message's pieces: the convertor is set up at offset 0 and goes on from
  * where the last piece left it, or is moved where a piece out of order starts
- * (UCX's rendezvous may deliver so). */
-static void recv_unpack(void *cookie, size_t offset, const void *data, size_t length)
+ * (UCX's rendezvous may deliver so). A piece it cannot be moved to, or cannot
+ * take, is refused rather than written elsewhere: the receive fails. */
+static int recv_unpack(void *cookie, size_t offset, const void *data, size_t length)
 {
     mca_pml_ubermatch_request_t *req = cookie;
     struct iovec iov = {(void *) data, length};
@@ -293,17 +294,17 @@ static void recv_unpack(void *cookie, size_t offset, const void *data, size_t le
 
     if (mca_pml_ubermatch_strided_of(req->datatype, &strided)) {
         mca_pml_ubermatch_strided_copy(&strided, req->buf, (void *) data, offset, length, false);
-        return;
+        return 0;
     }
     if (0 == offset) {
         convertor_clean(req);
         req->convertor_used = true;
         opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &req->datatype->super,
                                                  req->count, req->buf, 0, &req->convertor);
-    } else {
-        (void) mca_pml_ubermatch_convertor_seek(&req->convertor, offset);
+    } else if (!mca_pml_ubermatch_convertor_seek(&req->convertor, offset)) {
+        return 1;
     }
-    opal_convertor_unpack(&req->convertor, &iov, &iov_count, &max);
+    return opal_convertor_unpack(&req->convertor, &iov, &iov_count, &max) < 0 ? 1 : 0;
 }
 
 static void recv_done(void *cookie, int32_t source, int32_t tag, size_t received, size_t length,

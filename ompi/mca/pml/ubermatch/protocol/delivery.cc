@@ -17,6 +17,7 @@ struct RndvOp {
     um_proto_recv_t *recv;
     Message *msg;
     void *scratch; // the data lands here when the receive cannot take it directly
+    bool unpack_failed; // the glue refused a piece: the rest are not passed, the receive fails
 };
 
 // An acknowledgement in flight: UCX reads the header until the send completes.
@@ -67,20 +68,22 @@ void Protocol::ack_sent_cb(void *request, ucs_status_t, void *user_data) {
     ucp_request_free(request);
 }
 
-void Protocol::copy_out(um_proto_recv_t *recv, const void *data, size_t n, size_t offset) {
+// False when the glue could not unpack the piece.
+bool Protocol::copy_out(um_proto_recv_t *recv, const void *data, size_t n, size_t offset) {
     if (n == 0) {
-        return;
+        return true;
     }
     if (UM_LIKELY(recv->buffer != nullptr)) {
         copy_payload(static_cast<unsigned char *>(recv->buffer) + offset, data, n);
-    } else {
-        cb_.recv_unpack(recv->cookie, offset, data, n);
+        return true;
     }
+    return cb_.recv_unpack(recv->cookie, offset, data, n) == 0;
 }
 
 // n bytes of the pull at `address`, mapped at src, as its sender packs them:
 // what is packed is unpacked while the sender packs the rest (all at once if
-// it is done). A sender that died or failed while packing fails the receive.
+// it is done). A sender that died or failed while packing fails the receive;
+// a piece the glue cannot unpack fails it too (kUnpackFailed), not the send.
 int Protocol::copy_packing(um_proto_recv_t *recv, shm::Receiver &ring, uint64_t address,
                            const unsigned char *src, size_t n) noexcept {
     size_t done = 0;
@@ -90,7 +93,9 @@ int Protocol::copy_packing(um_proto_recv_t *recv, shm::Receiver &ring, uint64_t 
             return UM_PROTO_ERROR;
         }
         if (ready > done) {
-            copy_out(recv, src + done, static_cast<size_t>(ready) - done, done);
+            if (!copy_out(recv, src + done, static_cast<size_t>(ready) - done, done)) {
+                return kUnpackFailed;
+            }
             done = static_cast<size_t>(ready);
             waits = 0;
         } else if (++waits % 1024 == 0) {
@@ -139,8 +144,8 @@ void Protocol::deliver(um_proto_recv_t *recv, Message *msg) noexcept {
         finish_and_free(recv, msg, UM_PROTO_NOMEM);
         return;
     }
-    copy_out(recv, msg->data, std::min(msg->length, recv->capacity));
-    finish_and_free(recv, msg, UM_PROTO_OK);
+    const bool ok = copy_out(recv, msg->data, std::min(msg->length, recv->capacity));
+    finish_and_free(recv, msg, ok ? UM_PROTO_OK : UM_PROTO_ERROR);
 }
 
 // The receive's RndvOp is the "buffer" UCX hands to these; only receives use the type.
@@ -150,8 +155,12 @@ const ucp_generic_dt_ops_t Protocol::kRndvUnpackOps = {
     [](void *state) -> size_t { return static_cast<RndvOp *>(state)->msg->length; },
     [](void *, size_t, void *, size_t) -> size_t { return 0; },
     [](void *state, size_t offset, const void *src, size_t length) -> ucs_status_t {
+        // A refusal is kept for rndv_cb: what UCX 1.13 does with an error
+        // returned here is not documented.
         auto *op = static_cast<RndvOp *>(state);
-        op->proto->cb_.recv_unpack(op->recv->cookie, offset, src, length);
+        if (!op->unpack_failed && op->proto->cb_.recv_unpack(op->recv->cookie, offset, src, length) != 0) {
+            op->unpack_failed = true;
+        }
         return UCS_OK;
     },
     [](void *) {},
@@ -167,7 +176,7 @@ const ucp_generic_dt_ops_t Protocol::kRndvUnpackOps = {
 // sender's next rendezvous send before its data was read (test alloc_faults,
 // when this path was injected); a real failure here stays rare and reported.
 void Protocol::deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept {
-    auto *op = new (std::nothrow) RndvOp{this, recv, msg, nullptr};
+    auto *op = new (std::nothrow) RndvOp{this, recv, msg, nullptr, false};
     void *dest = recv->buffer;
     const bool unpack = dest == nullptr && msg->length <= recv->capacity &&
                         (msg->length <= kRndvUnpackMax || (msg->hdr.flags & kFlagUcxPacks)) &&
@@ -243,13 +252,13 @@ void Protocol::deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept {
             const size_t piece = std::min(kPullPiece, n - off);
             if (!ref.ring->read(scratch, ref.address + off, piece)) {
                 status = UM_PROTO_ERROR;
-            } else {
-                cb_.recv_unpack(recv->cookie, off, scratch, piece);
+            } else if (cb_.recv_unpack(recv->cookie, off, scratch, piece) != 0) {
+                status = kUnpackFailed;
             }
         }
     }
     PullRef::hand_back(*msg, status != UM_PROTO_ERROR);
-    finish_and_free(recv, msg, status);
+    finish_and_free(recv, msg, status == kUnpackFailed ? UM_PROTO_ERROR : status);
 }
 
 void Protocol::rndv_cb(void *request, ucs_status_t status, size_t, void *user_data) {
@@ -260,9 +269,10 @@ void Protocol::rndv_cb(void *request, ucs_status_t status, size_t, void *user_da
     const size_t length = op->msg->length;
     um_proto_recv_t *recv = op->recv;
     self->recycle(op->msg); // UCX took the descriptor with the receive
+    bool unpacked = !op->unpack_failed;
     if (op->scratch != nullptr) {
         if (status == UCS_OK) {
-            self->copy_out(recv, op->scratch, std::min(length, recv->capacity));
+            unpacked = self->copy_out(recv, op->scratch, std::min(length, recv->capacity));
         }
         std::free(op->scratch);
     }
@@ -270,7 +280,7 @@ void Protocol::rndv_cb(void *request, ucs_status_t status, size_t, void *user_da
         ucp_request_free(request);
     }
     delete op;
-    self->finish_recv(recv, source, tag, length, status == UCS_OK ? UM_PROTO_OK : UM_PROTO_ERROR);
+    self->finish_recv(recv, source, tag, length, status == UCS_OK && unpacked ? UM_PROTO_OK : UM_PROTO_ERROR);
 }
 
 } // namespace ubermatch::protocol

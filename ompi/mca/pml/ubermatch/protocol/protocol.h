@@ -608,7 +608,10 @@ private:
     void deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept;
     void deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept;
     static unsigned char *pull_scratch() noexcept;
-    void copy_out(um_proto_recv_t *recv, const void *data, size_t n, size_t offset = 0);
+    bool copy_out(um_proto_recv_t *recv, const void *data, size_t n, size_t offset = 0);
+    // copy_packing's result when the glue could not unpack: the receive fails,
+    // the send does not (the sender's data was whole).
+    static constexpr int kUnpackFailed = -1;
     int copy_packing(um_proto_recv_t *recv, shm::Receiver &ring, uint64_t address, const unsigned char *src,
                      size_t n) noexcept;
     void finish_recv(um_proto_recv_t *recv, int32_t source, int32_t tag, size_t length, int status);

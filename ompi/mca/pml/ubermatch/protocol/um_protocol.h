@@ -60,8 +60,11 @@ typedef struct um_proto_callbacks {
      * message's from `offset` on, into the user's buffer. One or more calls per
      * receive, together the message (what the receive can take), the first at
      * offset 0; in order except where UCX delivers a rendezvous in pieces (it
-     * may not). All before recv_done. */
-    void (*recv_unpack)(void *cookie, size_t offset, const void *data, size_t length);
+     * may not). All before recv_done. Returns 0, or nonzero when the piece
+     * could not be unpacked where it belongs: the receive then ends with
+     * UM_PROTO_ERROR, no later piece of it is passed, and the send is not
+     * failed (its data was whole). */
+    int (*recv_unpack)(void *cookie, size_t offset, const void *data, size_t length);
 } um_proto_callbacks_t;
 
 typedef struct um_proto_config {
