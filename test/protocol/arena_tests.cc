@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -571,4 +572,66 @@ TEST_CASE("protocol: the arena's released pages go back to the system", "[protoc
     CHECK(std::count(arena.base() + 65536, arena.base() + 131072, 0) == 65536);
     CHECK(std::count(arena.base(), arena.base() + 65536, 0x5a) == 65536);
     CHECK(std::count(arena.base() + 131072, arena.base() + (1 << 20), 0x5a) == (1 << 20) - 131072);
+}
+
+// A packed send of kUcxPacksMin or more to a peer that has pulls out (a window
+// of them) is packed by UCX as it sends, not into the arena: a window of them
+// there outgrew the caches and the pages the pool keeps. Smaller ones, and one
+// sent when nothing is out, are pulls from the arena. All arrive whole, in the
+// order sent.
+TEST_CASE("protocol: in a window of large packed sends, those behind a pull are packed by UCX",
+          "[protocol][shm][pull]") {
+    PullPair p(25);
+    const size_t big = ubermatch::protocol::kUcxPacksMin, small = big / 2;
+    const auto m = pattern(big, 25);
+    struct Send {
+        explicit Send(const unsigned char *src) : pk(src) {}
+        Packing pk;
+        Op s, r;
+        unsigned char *buffer = nullptr;
+        std::vector<unsigned char> buf;
+    };
+    std::vector<std::unique_ptr<Send>> sends;
+    const auto send = [&](size_t n) {
+        sends.push_back(std::make_unique<Send>(m.data()));
+        Send &x = *sends.back();
+        x.buffer = static_cast<unsigned char *>(um_proto_send_buffer(p.a, n));
+        REQUIRE(x.buffer != nullptr);
+        x.buf.resize(n);
+        const uint64_t pulls = shm_of(p.a).pulls_sent;
+        REQUIRE(send_packing(p, static_cast<int32_t>(sends.size()), x.buffer, n, x.pk, x.s) == UM_PROTO_OK);
+        return shm_of(p.a).pulls_sent - pulls;
+    };
+    CHECK(send(big) == 1);   // nothing out: a pull, streamed from the arena
+    CHECK(send(big) == 0);   // behind it: UCX packs it
+    CHECK(send(small) == 1); // smaller: a pull
+    CHECK(send(big) == 0);
+    CHECK(sends[1]->pk.staged(sends[1]->buffer) == sends[1]->pk.calls.size()); // never into its buffer
+    for (auto &x : sends) {
+        REQUIRE(p.post(p.cb, 0, UM_ANY_TAG, x->buf.data(), x->buf.size(), x->r) == UM_PROTO_OK);
+    }
+    REQUIRE(p.until([&] {
+        for (auto &x : sends) {
+            if (!x->r.done || !x->s.done) {
+                return false;
+            }
+        }
+        return true;
+    }));
+    for (size_t i = 0; i < sends.size(); ++i) {
+        const Send &x = *sends[i];
+        INFO("send " << i);
+        CHECK(x.r.status == UM_PROTO_OK);
+        CHECK(x.s.status == UM_PROTO_OK);
+        CHECK(x.r.tag == static_cast<int32_t>(i + 1)); // in the order sent, across the paths
+        CHECK(std::equal(x.buf.begin(), x.buf.end(), m.begin()));
+        CHECK(x.pk.calls.size() > 1); // streamed in pieces, or by UCX in fragments
+    }
+    CHECK(send(big) == 1); // all handed back: a pull again
+    REQUIRE(p.post(p.cb, 0, UM_ANY_TAG, sends.back()->buf.data(), big, sends.back()->r) == UM_PROTO_OK);
+    REQUIRE(p.until([&] { return sends.back()->r.done && sends.back()->s.done; }));
+    CHECK(std::equal(sends.back()->buf.begin(), sends.back()->buf.end(), m.begin()));
+    for (auto &x : sends) {
+        um_proto_send_buffer_return(p.a, x->buffer, x->buf.size());
+    }
 }

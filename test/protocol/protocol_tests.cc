@@ -6,6 +6,7 @@
 #include "test/protocol/pair.h"
 
 #include <algorithm>
+#include <set>
 
 using namespace prototest;
 
@@ -567,4 +568,54 @@ TEST_CASE("protocol: the buffer pool reuses a class's buffers and bounds what it
     CHECK(carving.kept_bytes() == 4096); // its memory was not counted
     CHECK(carving.get(100) == c1);
     CHECK(carving.kept_bytes() == 0);
+}
+
+// Buffers of the classes that rotate (rotate_within) come back in turns: the
+// one put back longest ago first, as many of each class as fit the bytes
+// given; smaller classes, and those of which one buffer fills the bytes, give
+// back the newest. One message at a time thus uses all of its class's.
+TEST_CASE("protocol: the buffer pool rotates the larger classes' buffers", "[protocol]") {
+    alignas(4096) static unsigned char region[64 * 4096];
+    ubermatch::protocol::BufferPool pool(12, 20, sizeof region);
+    pool.carve_from(region, sizeof region, nullptr, nullptr);
+    pool.rotate_within(4 * 8192, 8192); // four 8 KiB buffers, two of 16 KiB; 4 KiB and 32 KiB not
+    const auto one_at_a_time = [&](size_t length, int n) {
+        std::vector<void *> seen;
+        for (int i = 0; i < n; ++i) {
+            void *p = pool.get(length);
+            REQUIRE(p != nullptr);
+            CHECK(pool.carved(p));
+            seen.push_back(p);
+            pool.put(p, length);
+        }
+        return seen;
+    };
+    const auto eights = one_at_a_time(8192, 9);
+    CHECK(std::set<void *>(eights.begin(), eights.end()).size() == 4);
+    for (size_t i = 4; i < eights.size(); ++i) {
+        CHECK(eights[i] == eights[i - 4]); // in turns
+    }
+    const auto sixteens = one_at_a_time(16384, 4);
+    CHECK(sixteens[0] != sixteens[1]);
+    CHECK(sixteens[2] == sixteens[0]);
+    CHECK(sixteens[3] == sixteens[1]);
+    const auto fours = one_at_a_time(4096, 3); // below `from`: the newest
+    CHECK(fours[1] == fours[0]);
+    CHECK(fours[2] == fours[0]);
+    const auto big = one_at_a_time(32768, 3); // one fills the bytes: the newest
+    CHECK(big[1] == big[0]);
+    CHECK(big[2] == big[0]);
+    CHECK(pool.kept(8192) == 4);
+    CHECK(pool.kept(16384) == 2);
+
+    INFO("two out at once, then back: the older of the free ones next");
+    void *x = pool.get(8192);
+    void *y = pool.get(8192);
+    CHECK(x != y);
+    pool.put(y, 8192);
+    pool.put(x, 8192);
+    void *next = pool.get(8192);
+    CHECK(next != x);
+    CHECK(next != y);
+    pool.put(next, 8192);
 }

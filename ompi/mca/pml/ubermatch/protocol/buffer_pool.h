@@ -14,6 +14,13 @@
 // pool's; past the bound, one put back has its memory released (the region's
 // release function: its pages go back to the system) and is kept as an
 // address, whose pages come back when it is used again.
+//
+// Carved buffers of the larger classes may also rotate (rotate_within): such
+// a class has as many buffers as fit the given bytes, and hands out the one
+// put back longest ago. A packed send's buffer is read by the receiver's
+// core; written again at once, its lines wait for that core's copies to be
+// invalidated, where a buffer last used several messages ago has left that
+// core's cache (docs/message-path.md round 17).
 #ifndef UBERMATCH_PROTOCOL_BUFFER_POOL_H
 #define UBERMATCH_PROTOCOL_BUFFER_POOL_H
 
@@ -54,6 +61,13 @@ public:
         release_ = release;
         release_ctx_ = ctx;
     }
+    // From now on, a class of buffers of `from` bytes or more, of which two or
+    // more fit `bytes`, has that many (carved while the region has room) and
+    // hands out the one put back longest ago; other classes the newest.
+    void rotate_within(size_t bytes, size_t from) noexcept {
+        rotate_bytes_ = bytes;
+        rotate_from_ = from;
+    }
     // At least length bytes, nullptr when there is no memory. Past the
     // largest class a plain allocation.
     void *get(size_t length) noexcept {
@@ -62,17 +76,24 @@ public:
             return std::malloc(length);
         }
         Free *head = free_[c];
-        if (head == nullptr) {
-            const size_t size = size_t{1} << c;
+        const size_t size = size_t{1} << c;
+        if (head == nullptr || (in_use_[c] + count_[c] < rotation(c) && region_bytes_ - carved_ >= size)) {
+            void *p = nullptr;
             if (region_bytes_ - carved_ >= size) {
-                void *p = region_ + carved_;
+                p = region_ + carved_;
                 carved_ += size; // sizes are multiples of the smallest: still aligned
-                return p;
+            } else {
+                p = std::malloc(size);
             }
-            return std::malloc(size);
+            in_use_[c] += p != nullptr;
+            return p;
         }
         free_[c] = head->next;
+        if (free_[c] == nullptr) {
+            last_[c] = nullptr;
+        }
         --count_[c];
+        ++in_use_[c];
         if (!head->released) {
             kept_bytes_ -= size_t{1} << c;
         }
@@ -84,6 +105,9 @@ public:
         const int c = class_of(length);
         const bool room = c >= 0 && kept_bytes_ + (size_t{1} << c) <= max_kept_;
         const bool ours = carved(p);
+        if (c >= 0) {
+            --in_use_[c];
+        }
         if (!ours && !room) {
             std::free(p);
             return;
@@ -92,9 +116,17 @@ public:
             release_(release_ctx_, p, size_t{1} << c);
         }
         Free *f = static_cast<Free *>(p);
-        f->next = free_[c];
         f->released = !room;
-        free_[c] = f;
+        if (rotation(c) > 1 && last_[c] != nullptr) { // behind the others
+            f->next = nullptr;
+            last_[c]->next = f;
+        } else {
+            f->next = free_[c];
+            free_[c] = f;
+        }
+        if (f->next == nullptr) {
+            last_[c] = f;
+        }
         ++count_[c];
         if (room) {
             kept_bytes_ += size_t{1} << c;
@@ -117,6 +149,8 @@ private:
         Free *next;
         bool released; // carved, its memory released
     };
+    // The buffers class c rotates among (0 or 1: it does not rotate).
+    size_t rotation(int c) const noexcept { return (size_t{1} << c) >= rotate_from_ ? rotate_bytes_ >> c : 0; }
     // The class (its shift) of a buffer of length bytes; -1 past the largest.
     int class_of(size_t length) const noexcept {
         unsigned s = min_shift_;
@@ -134,8 +168,12 @@ private:
     size_t carved_ = 0; // of it, bytes carved
     Release release_ = nullptr;
     void *release_ctx_ = nullptr;
-    Free *free_[kShifts] = {};
-    size_t count_[kShifts] = {};
+    size_t rotate_bytes_ = 0; // rotate_within()
+    size_t rotate_from_ = 0;
+    Free *free_[kShifts] = {};    // per class, the next buffer handed out first
+    Free *last_[kShifts] = {};    // the last of free_'s list
+    size_t count_[kShifts] = {};  // free buffers
+    size_t in_use_[kShifts] = {}; // handed out, not put back
 };
 
 } // namespace ubermatch::protocol

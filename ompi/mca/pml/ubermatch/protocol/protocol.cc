@@ -58,6 +58,7 @@ void Protocol::start() {
         arena_.reset(new (std::nothrow) shm::Arena(kArenaBytes, err));
         if (arena_ != nullptr && err.empty()) {
             send_buffers_.carve_from(arena_->base(), arena_->bytes(), &shm::Arena::release, arena_.get());
+            send_buffers_.rotate_within(kSendRotate, kPullMin); // what a receiver pulls
         } else {
             arena_.reset();
         }

@@ -267,7 +267,12 @@ struct Packer {
 // 4-8 MiB 0.8-1.2x, while windows of 64 had 1.4-3.0x the bandwidth from
 // 1 MiB (no buffer of each whole message: 64 of them outgrow the pages the
 // pool keeps): docs/message-path.md round 16. Within the node (rings off)
-// UCX's packing is faster at every size.
+// UCX's packing is faster at every size. Within the node with the rings, a
+// packed send of this size behind other pulls to its receiver (a window) goes
+// the same way: in the arena a window of them outgrew the caches and the
+// pages kept (1 MiB 3.2-3.9 GB/s, 4-8 MiB 1.1-1.2; packed by UCX 4-10.5 GB/s),
+// while one in flight still streams from the arena (docs/message-path.md
+// round 17).
 constexpr size_t kUcxPacksMin = 1024 * 1024;
 // The packed sends' arena of shared memory (shm::Arena): receivers on the node
 // unpack from it where they map it. Address space only, but for the pages of
@@ -275,6 +280,10 @@ constexpr size_t kUcxPacksMin = 1024 * 1024;
 // flight outgrew an arena of 64 MiB: docs/message-path.md round 13).
 constexpr size_t kArenaBytes = size_t{1} << 30;
 constexpr size_t kSendKept = size_t{64} << 20;
+// Packed sends' buffers rotate within this many bytes of each size
+// (BufferPool::rotate_within): 3-D sub-blocks of 122-256 KiB 0.88-0.95x the
+// one-way time of one buffer reused (docs/message-path.md round 17).
+constexpr size_t kSendRotate = size_t{1} << 20;
 // A UCX rendezvous into a non-contiguous receive is unpacked as UCX receives it
 // up to this size: UCX then streams fragments through the sender's bounce
 // buffers, a copy more there than its single get into scratch memory, which is
@@ -469,11 +478,16 @@ public:
     // Buffers of packed sends (um_proto_send_buffer).
     void *send_buffer(size_t length) noexcept {
         Guard pool(pool_lock());
-        return send_buffers_.get(length);
+        void *p = send_buffers_.get(length);
+        if (p != nullptr) {
+            __atomic_fetch_add(&send_bytes_out_, length, __ATOMIC_RELAXED);
+        }
+        return p;
     }
     void send_buffer_return(void *p, size_t length) noexcept {
         Guard pool(pool_lock());
         send_buffers_.put(p, length);
+        __atomic_fetch_sub(&send_bytes_out_, length, __ATOMIC_RELAXED);
     }
     // MPI_THREAD_MULTIPLE: numbers op and pushes it to the peer's ring if it
     // can; with a packer (the packing slot taken), streamed, or kUnpacked:
@@ -550,6 +564,7 @@ private:
                 const Packer &packer) noexcept;
     // The packing slot of peer's ring for a send of data from the arena;
     // false: it is packed whole before anything goes.
+    bool pulls_out(Peer &peer) noexcept;
     bool take_pack_slot(Peer &peer, const void *data, size_t length) noexcept;
     void give_pack_slot(Peer &peer) noexcept {
         if (thread_multiple_) {
@@ -746,6 +761,7 @@ private:
     // of free ones kept with their memory.
     // After arena_: gone before it.
     BufferPool send_buffers_{12, 26, kSendKept};
+    size_t send_bytes_out_ = 0; // of send_buffers_, bytes handed out (atomic: read without the lock)
     std::unique_ptr<unsigned char[]> pack_stage_; // take_stage(), made on first use
     SpinLock stage_lock_;                         // with threads: pack_stage_ taken
     // Of inbound_, with more than kPollAllRings (poll_hot_rings; last here, so

@@ -15,12 +15,14 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     }
     // Packing streams only into a pull from the arena, by the sender that has
     // the ring's packing slot; to a peer no ring reaches, UCX packs as it
-    // sends (to another node from kUcxPacksMin); anything else is packed
-    // whole now.
+    // sends (to another node from kUcxPacksMin), and so it does from
+    // kUcxPacksMin behind other pulls to the same peer (a window of large
+    // packed sends: kUcxPacksMin); anything else is packed whole now.
     const Packer *ucx_packs = nullptr;
-    if (packer != nullptr && !take_pack_slot(*peer, data, length)) {
-        if (send_pack_dt_ != 0 && (peer->local || length >= kUcxPacksMin) &&
-            __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing) {
+    const bool windowed = packer != nullptr && send_pack_dt_ != 0 && length >= kUcxPacksMin && pulls_out(*peer);
+    if (packer != nullptr && (windowed || !take_pack_slot(*peer, data, length))) {
+        if (send_pack_dt_ != 0 && (windowed || ((peer->local || length >= kUcxPacksMin) &&
+            __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing))) {
             ucx_packs = packer; // (kNoRing is for good: no path below touches data)
         } else if (!pack_all(*packer, data, length)) {
             return UM_PROTO_ERROR;
@@ -35,8 +37,10 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
                          static_cast<uint16_t>(sync ? kFlagSync : 0), 0,
                          reinterpret_cast<uint64_t>(op)};
     bool numbered = false; // push_shared took the message's number
-    const bool pull = shm_pull_ && pull_size(length);
-    if (thread_multiple_ && (pull || (!sync && length <= shm_limit_))) {
+    const bool pull = shm_pull_ && pull_size(length) && ucx_packs == nullptr;
+    if (ucx_packs != nullptr) {
+        // UCX packs it as it sends: no ring path (each takes data as it is)
+    } else if (thread_multiple_ && (pull || (!sync && length <= shm_limit_))) {
         Push pushed = push_shared(comm, peer, dst, data, length, op, pull, packer);
         if (pushed == Push::kUnpacked) {
             give_pack_slot(*peer);
@@ -257,6 +261,13 @@ void Protocol::stream(Peer &peer, shm::Sender &ring, SendOp *op, const void *dat
     }
     give_pack_slot(peer);
     send_event(op, status);
+}
+
+// Whether pulls to this peer wait for its receiver (under threads the ring is
+// read under its lock).
+bool Protocol::pulls_out(Peer &peer) noexcept {
+    Guard ring(thread_multiple_ ? &peer.ring_lock : nullptr);
+    return peer.pull && peer.ring != nullptr && peer.ring->pulls_out() != 0;
 }
 
 bool Protocol::take_pack_slot(Peer &peer, const void *data, size_t length) noexcept {
