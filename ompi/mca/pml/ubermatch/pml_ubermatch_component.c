@@ -223,7 +223,8 @@ static int mca_pml_ubermatch_component_register(void)
                         "buffer: the receiver, once matched, reads it with Linux CMA "
                         "(process_vm_readv, checked when the ring is mapped) and hands it back "
                         "through the ring; non-contiguous data is packed into shared memory the "
-                        "receiver maps and unpacks from, while the receiver unpacks; off, or "
+                        "receiver maps and unpacks from, while the receiver unpacks (from 1 MiB "
+                        "behind other pulls to the same receiver, packed by UCX as it sends); off, or "
                         "where CMA is not allowed: UCX's rendezvous",
                         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, &cfg->shm_pull);
 
