@@ -270,7 +270,8 @@ struct Packer {
 // UCX's packing is faster at every size. Within the node with the rings, a
 // packed send of this size behind other pulls to its receiver (a window) goes
 // the same way: in the arena a window of them outgrew the caches and the
-// pages kept (1 MiB 3.2-3.9 GB/s, 4-8 MiB 1.1-1.2; packed by UCX 4-10.5 GB/s),
+// pages kept (1 MiB 3.3-3.4 GB/s, 4 MiB 1.2; packed by UCX 4.1-11.5 GB/s at
+// this VM's two speeds),
 // while one in flight still streams from the arena (docs/message-path.md
 // round 17).
 constexpr size_t kUcxPacksMin = 1024 * 1024;
@@ -281,8 +282,8 @@ constexpr size_t kUcxPacksMin = 1024 * 1024;
 constexpr size_t kArenaBytes = size_t{1} << 30;
 constexpr size_t kSendKept = size_t{64} << 20;
 // Packed sends' buffers rotate within this many bytes of each size
-// (BufferPool::rotate_within): 3-D sub-blocks of 122-256 KiB 0.88-0.95x the
-// one-way time of one buffer reused (docs/message-path.md round 17).
+// (BufferPool::rotate_within): 3-D sub-blocks of 122-256 KiB 0.85-0.91x the
+// one-way time they took with one buffer reused (docs/message-path.md round 17).
 constexpr size_t kSendRotate = size_t{1} << 20;
 // A UCX rendezvous into a non-contiguous receive is unpacked as UCX receives it
 // up to this size: UCX then streams fragments through the sender's bounce
@@ -478,16 +479,11 @@ public:
     // Buffers of packed sends (um_proto_send_buffer).
     void *send_buffer(size_t length) noexcept {
         Guard pool(pool_lock());
-        void *p = send_buffers_.get(length);
-        if (p != nullptr) {
-            __atomic_fetch_add(&send_bytes_out_, length, __ATOMIC_RELAXED);
-        }
-        return p;
+        return send_buffers_.get(length);
     }
     void send_buffer_return(void *p, size_t length) noexcept {
         Guard pool(pool_lock());
         send_buffers_.put(p, length);
-        __atomic_fetch_sub(&send_bytes_out_, length, __ATOMIC_RELAXED);
     }
     // MPI_THREAD_MULTIPLE: numbers op and pushes it to the peer's ring if it
     // can; with a packer (the packing slot taken), streamed, or kUnpacked:
@@ -562,9 +558,10 @@ private:
     // gives op its own completion (push_pull counted it).
     void stream(Peer &peer, shm::Sender &ring, SendOp *op, const void *data, size_t length,
                 const Packer &packer) noexcept;
+    // Whether pulls to peer wait for its receiver to read them.
+    bool pulls_out(Peer &peer) noexcept;
     // The packing slot of peer's ring for a send of data from the arena;
     // false: it is packed whole before anything goes.
-    bool pulls_out(Peer &peer) noexcept;
     bool take_pack_slot(Peer &peer, const void *data, size_t length) noexcept;
     void give_pack_slot(Peer &peer) noexcept {
         if (thread_multiple_) {
@@ -761,7 +758,6 @@ private:
     // of free ones kept with their memory.
     // After arena_: gone before it.
     BufferPool send_buffers_{12, 26, kSendKept};
-    size_t send_bytes_out_ = 0; // of send_buffers_, bytes handed out (atomic: read without the lock)
     std::unique_ptr<unsigned char[]> pack_stage_; // take_stage(), made on first use
     SpinLock stage_lock_;                         // with threads: pack_stage_ taken
     // Of inbound_, with more than kPollAllRings (poll_hot_rings; last here, so

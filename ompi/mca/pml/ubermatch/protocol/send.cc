@@ -16,8 +16,8 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     // Packing streams only into a pull from the arena, by the sender that has
     // the ring's packing slot; to a peer no ring reaches, UCX packs as it
     // sends (to another node from kUcxPacksMin), and so it does from
-    // kUcxPacksMin behind other pulls to the same peer (a window of large
-    // packed sends: kUcxPacksMin); anything else is packed whole now.
+    // kUcxPacksMin behind other pulls to the same peer (a window: see
+    // kUcxPacksMin); anything else is packed whole now.
     const Packer *ucx_packs = nullptr;
     const bool windowed = packer != nullptr && send_pack_dt_ != 0 && length >= kUcxPacksMin && pulls_out(*peer);
     if (packer != nullptr && (windowed || !take_pack_slot(*peer, data, length))) {
@@ -263,8 +263,7 @@ void Protocol::stream(Peer &peer, shm::Sender &ring, SendOp *op, const void *dat
     send_event(op, status);
 }
 
-// Whether pulls to this peer wait for its receiver (under threads the ring is
-// read under its lock).
+// Under threads the ring is read under its lock.
 bool Protocol::pulls_out(Peer &peer) noexcept {
     Guard ring(thread_multiple_ ? &peer.ring_lock : nullptr);
     return peer.pull && peer.ring != nullptr && peer.ring->pulls_out() != 0;
