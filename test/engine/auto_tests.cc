@@ -215,7 +215,7 @@ TEST_CASE("auto: parameters out of range name the valid range", "[auto]") {
     CHECK(error_of(p) == "parameter index_at = 1 is out of range; valid values are 2 .. 1048576");
     p = default_params();
     p.list_at = p.index_at;
-    CHECK(error_of(p) == "parameter list_at = 32 is out of range; valid values are 0 .. 31");
+    CHECK(error_of(p) == "parameter list_at = 8 is out of range; valid values are 0 .. 7");
     p = default_params();
     p.max_index_bytes = -1;
     CHECK(error_of(p).find("parameter max_index_bytes = -1 is out of range") == 0);

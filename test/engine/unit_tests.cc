@@ -258,7 +258,7 @@ TEST_CASE("every parameter is checked whatever the backend when asked (um_params
     refused([](um_params_t &q) { q.k_c = 1025; }, "k_c = 1025 is out of range; valid values are 1 .. 1024");
     refused([](um_params_t &q) { q.k_p = 0; }, "k_p = 0 is out of range");
     refused([](um_params_t &q) { q.index_at = 1; }, "index_at = 1 is out of range");
-    refused([](um_params_t &q) { q.list_at = q.index_at; }, "list_at = 32 is out of range; valid values are 0 .. 31");
+    refused([](um_params_t &q) { q.list_at = q.index_at; }, "list_at = 8 is out of range; valid values are 0 .. 7");
     refused([](um_params_t &q) { q.max_index_bytes = -1; }, "max_index_bytes = -1 is out of range");
     refused([](um_params_t &q) { q.compact_threshold = 1.5; }, "compact_threshold");
     refused([](um_params_t &q) { q.kernel = "sse9"; }, "valid kernels are: auto, avx512, avx2, scalar");
