@@ -108,6 +108,16 @@ inline int recv_unpack(void *cookie, size_t offset, const void *data, size_t len
 
 inline const um_proto_callbacks_t kCallbacks = {send_done, recv_done, recv_unpack};
 
+// A receive whose unpack call `refuse` was refused: failed, given no data and
+// no call after the refusal; its send completed (unpack_tests.cc, arena_tests.cc).
+inline void check_refused(const Op &r, const Op &s, int refuse) {
+    CHECK(r.status == UM_PROTO_ERROR);
+    CHECK(r.received == 0);
+    CHECK(r.unpack_pieces == refuse + 1);
+    CHECK(r.calls_after_refusal == 0);
+    CHECK(s.status == UM_PROTO_OK);
+}
+
 // Progresses one core (or two) on a thread of its own until stop() or the
 // end of its scope: a REQUIRE that fails meanwhile ends the test case, not the
 // run (a std::thread destroyed unjoined terminates the process).

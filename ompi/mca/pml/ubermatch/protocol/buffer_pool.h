@@ -75,11 +75,12 @@ public:
         if (c < 0) {
             return std::malloc(length);
         }
-        Free *head = free_[c];
         const size_t size = size_t{1} << c;
-        if (head == nullptr || (in_use_[c] + count_[c] < rotation(c) && region_bytes_ - carved_ >= size)) {
+        const bool can_carve = region_bytes_ - carved_ >= size;
+        Free *head = free_[c];
+        if (head == nullptr || (can_carve && in_use_[c] + count_[c] < rotation(c))) {
             void *p = nullptr;
-            if (region_bytes_ - carved_ >= size) {
+            if (can_carve) {
                 p = region_ + carved_;
                 carved_ += size; // sizes are multiples of the smallest: still aligned
             } else {
@@ -95,7 +96,7 @@ public:
         --count_[c];
         ++in_use_[c];
         if (!head->released) {
-            kept_bytes_ -= size_t{1} << c;
+            kept_bytes_ -= size;
         }
         return head;
     }

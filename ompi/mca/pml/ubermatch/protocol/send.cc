@@ -19,15 +19,17 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     // kUcxPacksMin behind other pulls to the same peer (a window: see
     // kUcxPacksMin); anything else is packed whole now.
     const Packer *ucx_packs = nullptr;
-    const bool windowed = packer != nullptr && send_pack_dt_ != 0 && length >= kUcxPacksMin && pulls_out(*peer);
-    if (packer != nullptr && (windowed || !take_pack_slot(*peer, data, length))) {
-        if (send_pack_dt_ != 0 && (windowed || ((peer->local || length >= kUcxPacksMin) &&
-            __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing))) {
-            ucx_packs = packer; // (kNoRing is for good: no path below touches data)
-        } else if (!pack_all(*packer, data, length)) {
-            return UM_PROTO_ERROR;
+    if (packer != nullptr) {
+        const bool windowed = send_pack_dt_ != 0 && length >= kUcxPacksMin && pulls_out(*peer);
+        if (windowed || !take_pack_slot(*peer, data, length)) {
+            if (windowed || (send_pack_dt_ != 0 && (peer->local || length >= kUcxPacksMin) &&
+                             __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing)) {
+                ucx_packs = packer; // (kNoRing is for good: no path below touches data)
+            } else if (!pack_all(*packer, data, length)) {
+                return UM_PROTO_ERROR;
+            }
+            packer = nullptr;
         }
-        packer = nullptr;
     }
     op->owner = this;
     op->cookie = cookie;
@@ -37,7 +39,7 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
                          static_cast<uint16_t>(sync ? kFlagSync : 0), 0,
                          reinterpret_cast<uint64_t>(op)};
     bool numbered = false; // push_shared took the message's number
-    const bool pull = shm_pull_ && pull_size(length) && ucx_packs == nullptr;
+    const bool pull = shm_pull_ && pull_size(length);
     if (ucx_packs != nullptr) {
         // UCX packs it as it sends: no ring path (each takes data as it is)
     } else if (thread_multiple_ && (pull || (!sync && length <= shm_limit_))) {
