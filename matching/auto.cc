@@ -42,7 +42,7 @@ Hit<typename AutoQueue<Posted>::Block> AutoQueue<Posted>::scan(int32_t source, i
 }
 
 template <bool Posted>
-Found AutoQueue<Posted>::take_recv(int32_t source, int32_t tag) {
+Found AutoQueue<Posted>::search_recv(int32_t source, int32_t tag) {
     uint32_t inspected = 0;
     Entry *found = nullptr;
     PeerQueue *fifo = nullptr;
@@ -125,8 +125,9 @@ void AutoQueue<Posted>::build_wild_index() {
 template <bool Posted>
 Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected, PeerQueue *fifo) {
     if (!indexed_) {
-        list_.remove(e);
-    } else if (Posted && e->block != nullptr) {
+        return take_listed(e, inspected);
+    }
+    if (Posted && e->block != nullptr) {
         accounted([&] { unplace(e, fifo); }); // a block may be freed
     } else {
         unplace(e, fifo); // the key tables never shrink: nothing to account
@@ -135,9 +136,7 @@ Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected, PeerQueue *fifo)
     void *handle = e->handle;
     sh_.pool.put(e);
     if (size_ <= sh_.list_at) {
-        if (indexed_) {
-            to_list();
-        }
+        to_list();
         reindex_at_ = sh_.index_at;
     }
     return {handle, inspected};
@@ -182,13 +181,7 @@ void AutoQueue<Posted>::place(AutoEntry *e) {
 }
 
 template <bool Posted>
-void AutoQueue<Posted>::push(int32_t source, int32_t tag, void *handle, uint64_t seq) {
-    AutoEntry *e = sh_.pool.get(source, tag, handle, seq);
-    ++size_;
-    if (!indexed_) {
-        list_.push_back(e);
-        return;
-    }
+void AutoQueue<Posted>::push_indexed(AutoEntry *e) {
     if (!index_grows(e)) { // the common case: no table grows, no block is needed
         place(e);
         return;
@@ -305,7 +298,7 @@ AutoEngine::AutoEngine(int32_t comm_size, const simd::SimdParams &simd, const um
 
 Found AutoEngine::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, void *request) {
     Part &p = part_of(tag);
-    const Found f = p.unexpected.take_message(source, tag, true);
+    const Found f = p.unexpected.empty() ? Found{} : p.unexpected.take_message(source, tag, true);
     if (f.handle == nullptr) {
         p.posted.push(source, tag, request, next_seq());
     }

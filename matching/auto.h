@@ -210,16 +210,34 @@ public:
     AutoQueue &operator=(const AutoQueue &) = delete;
 
     bool indexed() const { return indexed_; }
+    bool empty() const { return size_ == 0; }
     uint64_t queues() const { return indexed_ ? keys_.keys() + 1 : 1; }
     BlockStats block_stats() const { return {blocks_.blocks(), blocks_.holes(), blocks_.compactions()}; }
 
     // Posted only: the earliest receive a message (source, tag) matches, removed.
-    Found take_recv(int32_t source, int32_t tag);
+    // Inline: a list whose head matches (a window of receives of one key) is
+    // the common case.
+    Found take_recv(int32_t source, int32_t tag) {
+        Entry *head = list_.front();
+        if (__builtin_expect(!indexed_ && head != nullptr && recv_matches(head->source, head->tag, source, tag), 1)) {
+            return take_listed(auto_entry(head), 1); // one inspected: index_at is at least 2
+        }
+        return search_recv(source, tag);
+    }
     // Unexpected only: the earliest message a receive (source, tag) matches,
     // removed when `remove`.
     Found take_message(int32_t source, int32_t tag, bool remove);
     // seq: the engine's posting or arrival order (Engine::next_seq), shared by all four queues.
-    void push(int32_t source, int32_t tag, void *handle, uint64_t seq);
+    // Inline: a list's push is every pre-posted receive's and every unexpected message's.
+    __attribute__((always_inline)) void push(int32_t source, int32_t tag, void *handle, uint64_t seq) {
+        AutoEntry *e = sh_.pool.get(source, tag, handle, seq);
+        ++size_;
+        if (__builtin_expect(!indexed_, 1)) {
+            list_.push_back(e);
+        } else {
+            push_indexed(e);
+        }
+    }
     bool cancel(int32_t source, int32_t tag, void *request); // posted only
     void visit(bool posted, const std::function<void(bool, const QueuedElement &)> &f) const;
 
@@ -278,6 +296,18 @@ private:
     // Takes e out of whatever holds it and gives it back to the pool. fifo:
     // e's FIFO in keys_ when the caller found it (nullptr: looked up).
     Found take(AutoEntry *e, uint32_t inspected, PeerQueue *fifo = nullptr);
+    // take() of a list's element.
+    Found take_listed(AutoEntry *e, uint32_t inspected) {
+        list_.remove(e);
+        --size_;
+        void *handle = e->handle;
+        sh_.pool.put(e);
+        if (size_ <= sh_.list_at) {
+            reindex_at_ = sh_.index_at;
+        }
+        return {handle, inspected};
+    }
+    Found search_recv(int32_t source, int32_t tag);
     void place(AutoEntry *e); // into the index
     void unplace(AutoEntry *e, PeerQueue *fifo); // out of the index (fifo: as take's)
     // Whether placing e could add index bytes: a key table that grows, or a
@@ -289,6 +319,7 @@ private:
         }
         return !Posted && wild_index_ && (by_tag_.needs_growth() || by_src_.needs_growth());
     }
+    void push_indexed(AutoEntry *e);
     Hit<Block> scan(int32_t source, int32_t tag, uint64_t before, uint32_t &inspected) const; // posted
     // A list whose search had to compare index_at elements is indexed: a deep
     // queue whose matches sit at its head (a window of receives of one key)

@@ -35,7 +35,8 @@ static void convertor_clean(mca_pml_ubermatch_request_t *req)
     }
 }
 
-void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req)
+/* Inline in this file: MPI_Wait's free and every completion after MPI_Request_free. */
+static inline void request_release(mca_pml_ubermatch_request_t *req)
 {
     if (NULL != req->datatype) {
         OMPI_DATATYPE_RELEASE(req->datatype);
@@ -48,13 +49,18 @@ void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req)
     opal_free_list_return(&mca_pml_ubermatch.requests, (opal_free_list_item_t *) req);
 }
 
+void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req)
+{
+    request_release(req);
+}
+
 /* Signals completion, unless MPI_Request_free already let go of the request:
  * then nobody waits, and it goes back to the free list. The flag is read
  * first so that the request is never touched after it was signalled. */
 static void request_complete(mca_pml_ubermatch_request_t *req)
 {
     if (req->free_called) {
-        mca_pml_ubermatch_request_release(req);
+        request_release(req);
         return;
     }
     ompi_request_complete(&req->ompi, true);
@@ -69,7 +75,7 @@ static int request_free(ompi_request_t **rptr)
         opal_atomic_mb();
     }
     if (REQUEST_COMPLETE(&req->ompi)) {
-        mca_pml_ubermatch_request_release(req);
+        request_release(req);
     }
     return OMPI_SUCCESS;
 }

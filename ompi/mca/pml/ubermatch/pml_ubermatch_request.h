@@ -68,7 +68,7 @@ static inline void mca_pml_ubermatch_reset_status(ompi_status_public_t *status)
     status->_ucount = 0;
 }
 
-static inline mca_pml_ubermatch_request_t *
+static inline __opal_attribute_always_inline__ mca_pml_ubermatch_request_t *
 mca_pml_ubermatch_request_alloc(mca_pml_ubermatch_request_kind_t kind,
                                                              bool persistent, const void *buf,
                                                              size_t count, ompi_datatype_t *datatype,
@@ -121,7 +121,7 @@ static inline void mca_pml_ubermatch_recv_prepare(mca_pml_ubermatch_request_t *r
     mca_pml_ubermatch_hint(tag, size, comm, &req->recv.hint);
 }
 
-static inline int mca_pml_ubermatch_recv_start(mca_pml_ubermatch_request_t *req, int peer, int tag)
+static inline __opal_attribute_always_inline__ int mca_pml_ubermatch_recv_start(mca_pml_ubermatch_request_t *req, int peer, int tag)
 {
     struct ompi_communicator_t *comm = req->ompi.req_mpi_object.comm;
     int rc = mca_pml_ubermatch_assert_recv(comm, peer, tag);

@@ -135,36 +135,51 @@ bool Protocol::hold_unknown(Message *msg) noexcept {
 
 bool Protocol::accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns) {
     const int32_t src = msg->hdr.source;
-    if (src < 0 || src >= comm.remote_size) {
+    if (UM_UNLIKELY(src < 0 || src >= comm.remote_size)) {
         return false; // not a member: a corrupt or stray message
     }
     uint32_t &expected = comm.recv_seq[static_cast<size_t>(src)];
     if (UM_UNLIKELY(msg->hdr.seq != expected)) {
-        if ((comm.relaxed & UM_PROTO_ASSERT_ALLOW_OVERTAKING) && msg->hdr.tag >= 0) {
-            // The user allowed overtaking and its traffic has an engine that keeps no
-            // order: matched now. A marker keeps its number for the count that Open
-            // MPI's own (ordered) traffic of this peer still follows.
-            try {
-                comm.early.emplace(early_key(src, msg->hdr.seq), nullptr);
-            } catch (const std::bad_alloc &) {
-                drop(msg, ucx_owns);
-                return false;
-            }
-            return arrive(comm, msg, actions, ucx_owns);
-        }
-        store(msg);
+        return accept_out_of_turn(comm, msg, actions, ucx_owns);
+    }
+    const bool kept = arrive(comm, msg, actions, ucx_owns);
+    ++expected;
+    if (UM_UNLIKELY(!comm.early.empty())) {
+        release_early(comm, src, actions);
+    }
+    return kept;
+}
+
+bool Protocol::accept_out_of_turn(Comm &comm, Message *msg, Actions &actions, bool ucx_owns) {
+    const int32_t src = msg->hdr.source;
+    if ((comm.relaxed & UM_PROTO_ASSERT_ALLOW_OVERTAKING) && msg->hdr.tag >= 0) {
+        // The user allowed overtaking and its traffic has an engine that keeps no
+        // order: matched now. A marker keeps its number for the count that Open
+        // MPI's own (ordered) traffic of this peer still follows.
         try {
-            comm.early.emplace(early_key(src, msg->hdr.seq), msg);
+            comm.early.emplace(early_key(src, msg->hdr.seq), nullptr);
         } catch (const std::bad_alloc &) {
             drop(msg, ucx_owns);
             return false;
         }
-        ++held_;
-        return true;
+        return arrive(comm, msg, actions, ucx_owns);
     }
-    const bool kept = arrive(comm, msg, actions, ucx_owns);
-    ++expected;
-    // Release the arrivals that waited for this one.
+    store(msg);
+    try {
+        comm.early.emplace(early_key(src, msg->hdr.seq), msg);
+    } catch (const std::bad_alloc &) {
+        drop(msg, ucx_owns);
+        return false;
+    }
+    ++held_;
+    return true;
+}
+
+void Protocol::accept_held(Comm &comm, Message *msg, Actions &actions) { accept(comm, msg, actions, false); }
+
+// The arrivals from src that waited for the one just accepted.
+void Protocol::release_early(Comm &comm, int32_t src, Actions &actions) {
+    uint32_t &expected = comm.recv_seq[static_cast<size_t>(src)];
     while (!comm.early.empty()) {
         auto it = comm.early.find(early_key(src, expected));
         if (it == comm.early.end()) {
@@ -178,7 +193,6 @@ bool Protocol::accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns)
         }
         ++expected;
     }
-    return kept;
 }
 
 bool Protocol::arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns) {
@@ -201,14 +215,12 @@ bool Protocol::arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns)
                                this);
         } else {
             Engine &engine = comm.engine_for(msg->hdr.tag);
+            // Refused: no receive awaits it under ubermatch_no_unexpected; queued all the same.
             if (UM_UNLIKELY(engine.arrive(msg->hdr.source, msg->hdr.tag, hint, msg, &match) ==
-                            UM_ERR_ASSERTION)) {
-                // No receive awaits it under ubermatch_no_unexpected: queued all the same.
-                if (!keep_unexpected(comm, *msg)) {
-                    drop(msg, ucx_owns);
-                    return false;
-                }
-                comm.engine->arrive(msg->hdr.source, msg->hdr.tag, hint, msg, &match);
+                            UM_ERR_ASSERTION) &&
+                !keep_unexpected(comm, msg, hint, &match)) {
+                drop(msg, ucx_owns);
+                return false;
             }
         }
     } catch (const std::bad_alloc &) {

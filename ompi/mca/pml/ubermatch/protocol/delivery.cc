@@ -27,15 +27,6 @@ struct AckOp {
 
 } // namespace
 
-void Protocol::run(Actions &actions) {
-    actions.for_each([this](const Actions::Item &it) {
-        acknowledge(*it.msg);
-        if (it.recv != nullptr) {
-            deliver(it.recv, it.msg);
-        }
-    });
-}
-
 void Protocol::acknowledge(const Message &msg) noexcept {
     if (!(msg.hdr.flags & kFlagSync) || msg.reply_ep == nullptr) {
         return;

@@ -261,7 +261,7 @@ Comm *Protocol::comm_create(uint32_t cid, int32_t local_rank, int32_t remote_siz
         if (it != unknown_comm_.end()) {
             held_ -= it->second.size();
             for (Message *m : it->second) { // in arrival order
-                accept(*c, m, actions, false);
+                accept_held(*c, m, actions);
             }
             unknown_comm_.erase(it);
         }
@@ -354,21 +354,23 @@ size_t Protocol::held() {
     return held_;
 }
 
-
+// A receive matches at most one message: no Actions to gather (most receives
+// are posted ahead and match none).
 int Protocol::recv(Comm *comm, um_proto_recv_t *recv) {
-    Actions actions;
+    um_match_t match{};
+    int rc;
     {
         Guard guard(match_lock(*comm));
-        um_match_t match{};
-        const int rc = comm->post_recv(recv, &match);
-        if (rc != UM_OK) {
-            return rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
-        }
-        if (match.handle != nullptr) {
-            actions.add(recv, static_cast<Message *>(match.handle));
-        }
+        rc = comm->post_recv(recv, &match);
     }
-    run(actions);
+    if (UM_UNLIKELY(rc != UM_OK)) {
+        return rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
+    }
+    if (match.handle != nullptr) {
+        Message *msg = static_cast<Message *>(match.handle);
+        acknowledge(*msg);
+        deliver(recv, msg);
+    }
     return UM_PROTO_OK;
 }
 

@@ -576,8 +576,9 @@ private:
     // Sizes that go as pulls to a peer that takes them (kPullMin).
     bool pull_size(size_t length) const { return length >= kPullMin || length > shm_limit_; }
     // Under the lock: a message whose fields are set goes to its communicator
-    // (or waits for it). True when it was kept.
-    bool route(Message *msg, Actions &actions, bool ucx_owns);
+    // (or waits for it). True when it was kept. Inline (arrival.cc only), with
+    // accept: every arrival's path.
+    __attribute__((always_inline)) inline bool route(Message *msg, Actions &actions, bool ucx_owns);
     int progress_shared();
     void top_up_reserve() noexcept;
     static void send_cb(void *request, ucs_status_t status, void *user_data);
@@ -593,14 +594,17 @@ private:
     ucs_status_t on_message(const void *header, size_t header_length, void *data,
                             size_t length, const ucp_am_recv_param_t *param) noexcept;
     // Under the lock: sequence check, then the engine. True when msg was kept.
-    bool accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns);
+    __attribute__((always_inline)) inline bool accept(Comm &comm, Message *msg, Actions &actions, bool ucx_owns);
+    bool accept_out_of_turn(Comm &comm, Message *msg, Actions &actions, bool ucx_owns);
+    void accept_held(Comm &comm, Message *msg, Actions &actions); // held for comm until it was created
+    void release_early(Comm &comm, int32_t src, Actions &actions);
     bool arrive(Comm &comm, Message *msg, Actions &actions, bool ucx_owns);
     // relaxed.cc, under the lock: an engine of comm (internal: of Open MPI's traffic beside a relaxed one).
     std::unique_ptr<Engine> new_engine(const Comm &comm, const std::string &backend, bool internal = false);
     void set_engine(Comm &comm, std::unique_ptr<Engine> engine, const std::string &backend);
     // An arrival the no-unexpected engine refused: comm keeps unexpected messages
-    // from now on. False: no memory for that.
-    bool keep_unexpected(Comm &comm, const Message &msg) noexcept;
+    // from now on, msg the first (queued, *match empty). False: no memory for that.
+    bool keep_unexpected(Comm &comm, Message *msg, const um_hint_t &hint, um_match_t *match) noexcept;
     // comm's queued point-to-point traffic moved, in order, into a new engine of
     // wanted (or of fewer assertions, engine_for_queued), which becomes comm's.
     // False, nothing changed, when it refuses one (cannot happen).
@@ -615,19 +619,30 @@ private:
         return cid < comms_.size() ? comms_[cid] : nullptr;
     }
 
-    void run(Actions &actions);
+    // Inline: every matched arrival runs it; most send no acknowledgement.
+    void run(Actions &actions) {
+        actions.for_each([this](const Actions::Item &it) {
+            if (UM_UNLIKELY(it.msg->hdr.flags & kFlagSync)) {
+                acknowledge(*it.msg);
+            }
+            if (it.recv != nullptr) {
+                deliver(it.recv, it.msg);
+            }
+        });
+    }
     void deliver(um_proto_recv_t *recv, Message *msg) noexcept;
     void deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept;
     void deliver_pull(um_proto_recv_t *recv, Message *msg) noexcept;
     static unsigned char *pull_scratch() noexcept;
-    bool copy_out(um_proto_recv_t *recv, const void *data, size_t n, size_t offset = 0);
+    // Inline (delivery.cc only): on the path of every eager receive.
+    inline bool copy_out(um_proto_recv_t *recv, const void *data, size_t n, size_t offset = 0);
     // copy_packing's result when the glue could not unpack: the receive fails,
     // the send does not (the sender's data was whole).
     static constexpr int kUnpackFailed = -1;
     int copy_packing(um_proto_recv_t *recv, shm::Receiver &ring, uint64_t address, const unsigned char *src,
                      size_t n) noexcept;
-    void finish_recv(um_proto_recv_t *recv, int32_t source, int32_t tag, size_t length, int status);
-    void finish_and_free(um_proto_recv_t *recv, Message *msg, int status);
+    __attribute__((always_inline)) inline void finish_recv(um_proto_recv_t *recv, int32_t source, int32_t tag, size_t length, int status);
+    __attribute__((always_inline)) inline void finish_and_free(um_proto_recv_t *recv, Message *msg, int status);
     void acknowledge(const Message &msg) noexcept;
     void send_event(SendOp *op, int status);
     static size_t header_length(bool sync, const um_hint_t &hint) {

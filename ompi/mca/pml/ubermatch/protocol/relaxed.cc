@@ -199,7 +199,8 @@ um_proto_comm_info_t Protocol::comm_info(Comm *comm) {
 // keeps it and every later unexpected message (the same engine without the
 // relaxation, its posted receives moved over in posting order, none of which
 // can match anything queued), and says so once.
-bool Protocol::keep_unexpected(Comm &comm, const Message &msg) noexcept {
+bool Protocol::keep_unexpected(Comm &comm, Message *m, const um_hint_t &hint, um_match_t *match) noexcept {
+    const Message &msg = *m;
     ++comm.refused;
     try {
         std::string name = comm.backend;
@@ -209,6 +210,7 @@ bool Protocol::keep_unexpected(Comm &comm, const Message &msg) noexcept {
         if (!move_queued(comm, name)) {
             return false; // cannot happen: the same engine, one relaxation less
         }
+        comm.engine->arrive(msg.hdr.source, msg.hdr.tag, hint, m, match);
     } catch (const std::exception &) {
         return false; // no memory: the message is dropped (counted)
     }
