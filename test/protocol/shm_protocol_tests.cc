@@ -666,3 +666,38 @@ TEST_CASE("protocol: with threads, settling sends waits for the thread inside pr
     REQUIRE(p.until([&] { return slow.done && slow_send.done && pulled.done; }));
     CHECK(pulled.status == UM_PROTO_OK);
 }
+
+// With threads a small send still completes inside the call while the peer's
+// ring has room (no request, as single-threaded), and takes its number only
+// then: once the ring is full it returns 0 having numbered nothing, and the
+// send that goes through UCX instead is received in its turn, after them all.
+TEST_CASE("protocol: with threads, a small send goes inside the call while the ring has room",
+          "[protocol][shm][threads]") {
+    Pair p(0, 1024, true); // b runs with thread_multiple
+    um_proto_comm_t *ca = p.comm(p.a, 44);
+    um_proto_comm_t *cb = p.comm(p.b, 44);
+    const um_hint_t hint{};
+    ring_up_from_b(p, ca, cb);
+    const uint64_t sent_before = shm_of(p.b).sent;
+    constexpr int kMost = 1 << 20; // far more than a ring holds
+    int n = 0;
+    while (n < kMost && um_proto_send_now(p.b, cb, p.b_to_a, 0, n, &hint, &n, sizeof n) == 1) {
+        ++n; // a does not progress: the ring fills
+    }
+    INFO(n << " sent inside the call");
+    REQUIRE(n > 0);
+    REQUIRE(n < kMost);
+    CHECK(shm_of(p.b).sent == sent_before + static_cast<uint64_t>(n));
+    Op last;
+    REQUIRE(um_proto_send(p.b, cb, p.b_to_a, 0, n, &hint, &n, sizeof n, 0, &last.send, &last) == UM_PROTO_OK);
+    for (int i = 0; i <= n; ++i) {
+        int got = -1;
+        Op r;
+        REQUIRE(Pair::post_at(p.a, ca, 1, UM_ANY_TAG, &got, sizeof got, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done; }));
+        REQUIRE(r.tag == i);
+        REQUIRE(got == i);
+    }
+    REQUIRE(p.until([&] { return last.done; }));
+    CHECK(last.status == UM_PROTO_OK);
+}

@@ -146,8 +146,9 @@ static inline int mca_pml_ubermatch_request_start(mca_pml_ubermatch_request_t *r
 /* Receives an mprobe'd message into the request. */
 int mca_pml_ubermatch_request_start_mrecv(mca_pml_ubermatch_request_t *req, um_proto_msg_t *msg);
 
-/* A standard or ready send that completes inside the call (short messages,
- * single-threaded; non-contiguous ones packed first): true when it went, with
+/* A standard or ready send that completes inside the call (short messages;
+ * with threads only through a shared-memory ring with room, and contiguous;
+ * non-contiguous ones packed first): true when it went, with
  * no request needed; false when it did not, and nothing happened. Inline: this
  * is the whole of MPI_Send and MPI_Isend for small messages. */
 static inline bool mca_pml_ubermatch_send_now(const void *buf, size_t count,

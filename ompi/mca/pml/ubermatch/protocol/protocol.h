@@ -489,14 +489,19 @@ public:
     // can; with a packer (the packing slot taken), streamed, or kUnpacked:
     // nothing numbered, the data must be packed whole first.
     enum class Push { kPushed, kNotPushed, kUnpacked };
+    bool send_now_shared(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
+                         const void *data, size_t length);
     Push push_shared(Comm *comm, Peer *peer, int32_t dst, const void *data, size_t length, SendOp *op,
                      bool pull, const Packer *packer);
-    // Single-threaded only: a send UCX finishes inside the call, or nothing.
-    // Inline: with the glue's inline part, this is all of a small MPI_Send.
+    // A send UCX finishes inside the call (with threads: the ring takes it),
+    // or nothing. Inline: with the glue's inline part, this is all of a small MPI_Send.
     bool send_now(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
                   const void *data, size_t length) {
-        if (thread_multiple_ || static_cast<uint32_t>(dst) >= static_cast<uint32_t>(comm->remote_size)) {
+        if (static_cast<uint32_t>(dst) >= static_cast<uint32_t>(comm->remote_size)) {
             return false;
+        }
+        if (thread_multiple_) {
+            return send_now_shared(comm, peer, dst, tag, hint, data, length);
         }
         uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
         // UCX copies the header before an immediate completion: the stack will do.

@@ -204,6 +204,29 @@ Protocol::Push Protocol::push_shared(Comm *comm, Peer *peer, int32_t dst, const 
     return Push::kNotPushed;
 }
 
+// MPI_THREAD_MULTIPLE: a small message through the peer's ring without a
+// request (no SendOp, no completion to signal), as single-threaded send_now
+// does; false, nothing numbered, when the ring is not up or has no room: the
+// request path sends it. The room is checked before the number is taken, as
+// a sender through UCX numbers without the ring lock.
+bool Protocol::send_now_shared(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
+                               const void *data, size_t length) {
+    if (length > shm_limit_) {
+        return false;
+    }
+    std::lock_guard<SpinLock> lock(peer->ring_lock);
+    shm::Sender *ring = peer->ring;
+    if (ring == nullptr || (pull_size(length) && peer->pull) || !ring->fits(length)) {
+        return false;
+    }
+    uint32_t &seq = comm->send_seq[static_cast<size_t>(dst)];
+    const WireHeader hdr{comm->cid, comm->local_rank, tag, __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED),
+                         hint.coll, 0, 0, 0};
+    ring->push(hdr, data, length); // it fits: only this lock's holder pushes
+    __atomic_fetch_add(&shm_counts_.sent, uint64_t{1}, __ATOMIC_RELAXED);
+    return true;
+}
+
 // op, numbered, as a pull (with threads under the peer's ring lock): the
 // receiver reads the message from `data` once matched and hands op back
 // through the ring's return slots (reap_pulls), which is all that completes

@@ -193,11 +193,13 @@ public:
     const void *segment() const { return seg_; }
     void unlink(); // the receiver did not map it (it unlinks it when it does)
 
+    // Whether push() of `length` bytes finds room now (and so succeeds).
+    bool fits(size_t length) { return room(cells_needed(length)); }
     // False when the ring has no room now (the caller sends through UCX).
     bool push(const WireHeader &h, const void *data, size_t length) {
         const size_t need = cells_for(length);
         size_t index = static_cast<size_t>(head_ & mask_);
-        const size_t pad = index + need > cells_ ? cells_ - index : 0;
+        const size_t pad = cells_needed(length) - need;
         if (!room(pad + need)) {
             return false;
         }
@@ -324,6 +326,13 @@ private:
     bool held_payload(size_t cell) const { return (payload_[cell >> 6] >> (cell & 63)) & 1; }
     void mark_stamp(size_t cell) { payload_[cell >> 6] &= ~(uint64_t{1} << (cell & 63)); }
     void mark_payload(size_t from, size_t to); // [from, to) within the ring; a record's own stamp cell is not in it
+    // A record of `length` bytes from the head: its cells, after a pad to the
+    // ring's end when it would wrap (no record wraps).
+    size_t cells_needed(size_t length) const {
+        const size_t need = cells_for(length);
+        const size_t index = static_cast<size_t>(head_ & mask_);
+        return index + need > cells_ ? cells_ - index + need : need;
+    }
     // Room for `cells` from the head, and the cell after them (the next
     // record's stamp); tail_ is read again only when the last one read is short.
     bool room(size_t cells) {

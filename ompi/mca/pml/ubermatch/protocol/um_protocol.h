@@ -246,8 +246,9 @@ int um_proto_send_packing(um_proto_t *proto, um_proto_comm_t *comm, um_proto_pee
 
 /* A standard-mode send that UCX can complete inside the call (a short
  * message): returns 1 when it went out and needs no state kept, 0 when it did
- * not go and nothing happened (use um_proto_send). Always 0 with
- * thread_multiple, where the sequence number could not be given back. */
+ * not go and nothing happened (use um_proto_send). With thread_multiple only
+ * through a shared-memory ring with room (a number taken could not be given
+ * back). */
 int um_proto_send_now(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer,
                       int32_t dst, int32_t tag, const um_hint_t *hint, const void *data,
                       size_t length);
