@@ -587,12 +587,19 @@ int mca_pml_ubermatch_isend(const void *buf, size_t count, ompi_datatype_t *data
  * own wait: one thread progresses, the others sleep until their request
  * completes (spinning, they took the cores the progressing thread needed:
  * MPICH's threads/pt2pt `threads`, 2 ranks of 4 threads on 2 cores, timed out
- * at 180 s where ob1 had just passed in 21 s). */
+ * at 180 s where ob1 had just passed in 21 s); but first PML_UM_THREADS_SPIN
+ * rounds of our own progress, a few microseconds: a reply that comes that soon
+ * is seen without the wait object's mutex and condition (8 B latency with
+ * threads 0.104-0.107 us against 0.154-0.156; docs/message-path.md round 18). */
 #define PML_UM_OPAL_PROGRESS_EVERY 64
+#define PML_UM_THREADS_SPIN 256
 static inline void mca_pml_ubermatch_wait(ompi_request_t *req)
 {
     unsigned rounds = 0;
     if (opal_using_threads()) {
+        for (; rounds < PML_UM_THREADS_SPIN && !REQUEST_COMPLETE(req); ++rounds) {
+            um_proto_progress(mca_pml_ubermatch.proto);
+        }
         ompi_request_wait_completion(req);
         return;
     }
