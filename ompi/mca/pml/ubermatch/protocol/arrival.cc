@@ -87,10 +87,11 @@ bool Protocol::ring_arrival(const shm::RecordHeader &r, const void *payload, shm
     Actions actions;
     {
         Guard guard(*this);
-        Message *msg;
-        {
+        const bool fail = inject_failure();
+        Message *msg = thread_multiple_ && in_gate() ? gate_cache_.take() : nullptr;
+        if (msg == nullptr) {
             Guard pool(pool_lock());
-            msg = messages_.get_unreserved(inject_failure());
+            msg = messages_.get_unreserved(fail);
         }
         if (UM_UNLIKELY(msg == nullptr)) {
             return false;

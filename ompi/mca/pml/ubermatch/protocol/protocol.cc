@@ -190,18 +190,19 @@ Protocol::~Protocol() {
 // another progressing gives its core away: spinning, waiting threads took the
 // cores the progressing one needed (MPICH's threads/pt2pt `threads`, 2 ranks
 // of 4 threads on 2 cores, timed out at 180 s where ob1 had just passed in 21 s).
-// The thread inside the gate (settle_sends must not wait for itself: a
-// callback of the round may send).
-static thread_local bool tls_in_gate = false;
+// The thread inside the gate knows it (tls_gate): settle_sends must not wait
+// for itself (a callback of the round may send), and the gate's descriptors
+// are its alone.
+thread_local const Protocol *Protocol::tls_gate = nullptr;
 
 int Protocol::progress_shared() {
     if (progressing_.exchange(true, std::memory_order_acquire)) {
         std::this_thread::yield();
         return 0;
     }
-    tls_in_gate = true;
+    tls_gate = this;
     const int events = poll_rings_then_ucx(); // inside the gate: one thread at a time
-    tls_in_gate = false;
+    tls_gate = nullptr;
     if (UM_UNLIKELY(messages_.dipped())) {
         top_up_reserve(); // takes the core's lock, which matching threads hold
     }
@@ -211,7 +212,7 @@ int Protocol::progress_shared() {
 
 int Protocol::settle_sends() noexcept {
     if (thread_multiple_) {
-        if (tls_in_gate) {
+        if (in_gate()) {
             return 0; // called from this thread's own round: it reaps after
         }
         while (progressing_.exchange(true, std::memory_order_acquire)) {
