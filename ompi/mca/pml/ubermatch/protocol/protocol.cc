@@ -368,9 +368,7 @@ int Protocol::recv(Comm *comm, um_proto_recv_t *recv) {
         return rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
     }
     if (match.handle != nullptr) {
-        Message *msg = static_cast<Message *>(match.handle);
-        acknowledge(*msg);
-        deliver(recv, msg);
+        matched(recv, static_cast<Message *>(match.handle));
     }
     return UM_PROTO_OK;
 }

@@ -509,14 +509,16 @@ private:
 
     // Inline: every matched arrival runs it; most send no acknowledgement.
     void run(Actions &actions) {
-        actions.for_each([this](const Actions::Item &it) {
-            if (UM_UNLIKELY(it.msg->hdr.flags & kFlagSync)) {
-                acknowledge(*it.msg);
-            }
-            if (it.recv != nullptr) {
-                deliver(it.recv, it.msg);
-            }
-        });
+        actions.for_each([this](const Actions::Item &it) { matched(it.recv, it.msg); });
+    }
+    // Outside the lock: msg was matched (to recv; nullptr: an mprobe took it).
+    void matched(um_proto_recv_t *recv, Message *msg) {
+        if (UM_UNLIKELY(msg->hdr.flags & kFlagSync)) {
+            acknowledge(*msg);
+        }
+        if (recv != nullptr) {
+            deliver(recv, msg);
+        }
     }
     void deliver(um_proto_recv_t *recv, Message *msg) noexcept;
     void deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept;

@@ -194,12 +194,15 @@ public:
     void unlink(); // the receiver did not map it (it unlinks it when it does)
 
     // Whether push() of `length` bytes finds room now (and so succeeds).
-    bool fits(size_t length) { return room(cells_needed(length)); }
+    bool fits(size_t length) {
+        const size_t need = cells_for(length);
+        return room(pad_for(need) + need);
+    }
     // False when the ring has no room now (the caller sends through UCX).
     bool push(const WireHeader &h, const void *data, size_t length) {
         const size_t need = cells_for(length);
         size_t index = static_cast<size_t>(head_ & mask_);
-        const size_t pad = cells_needed(length) - need;
+        const size_t pad = pad_for(need);
         if (!room(pad + need)) {
             return false;
         }
@@ -326,12 +329,11 @@ private:
     bool held_payload(size_t cell) const { return (payload_[cell >> 6] >> (cell & 63)) & 1; }
     void mark_stamp(size_t cell) { payload_[cell >> 6] &= ~(uint64_t{1} << (cell & 63)); }
     void mark_payload(size_t from, size_t to); // [from, to) within the ring; a record's own stamp cell is not in it
-    // A record of `length` bytes from the head: its cells, after a pad to the
-    // ring's end when it would wrap (no record wraps).
-    size_t cells_needed(size_t length) const {
-        const size_t need = cells_for(length);
+    // The pad to the ring's end that a record of `need` cells from the head
+    // takes first (no record wraps).
+    size_t pad_for(size_t need) const {
         const size_t index = static_cast<size_t>(head_ & mask_);
-        return index + need > cells_ ? cells_ - index + need : need;
+        return index + need > cells_ ? cells_ - index : 0;
     }
     // Room for `cells` from the head, and the cell after them (the next
     // record's stamp); tail_ is read again only when the last one read is short.
