@@ -17,8 +17,14 @@
  *     MPI_TAG equal to the tag in the payload and intact content, and that
  *     within each receiving thread the sequence numbers of each tag only grow
  *     (MPI ordering: one thread's successive receives cannot overtake).
- * MPI calls: Init_thread(MULTIPLE), Comm_dup, Send, Recv, Isend, Irecv,
- * Waitall, Mprobe, Mrecv, Get_count, from 4 threads concurrently.
+ *  3. Threads that come and go: SHORTLIVED threads one after another, each with
+ *     BURST receives and BURST synchronous sends to itself on MPI_COMM_SELF
+ *     pending at once (content checked). Under ubermatch (its pvar
+ *     pml_ubermatch_requests), the process's requests must not grow with the
+ *     threads that have come and gone: a thread's free requests (kept per
+ *     thread under MPI_THREAD_MULTIPLE) go back when it exits.
+ * MPI calls: Init_thread(MULTIPLE), Comm_dup, Send, Recv, Isend, Irecv, Issend,
+ * Waitall, Mprobe, Mrecv, Get_count, from 4 threads concurrently; MPI_T.
  */
 #include "mpitest.h"
 
@@ -146,6 +152,66 @@ static void *thread_main(void *p)
     return NULL;
 }
 
+#define SHORTLIVED 24
+#define BURST 48
+
+static void *short_lived(void *p)
+{
+    const int k = *(const int *)p;
+    int rb[BURST], sb[BURST];
+    MPI_Request r[2 * BURST];
+    for (int i = 0; i < BURST; i++)
+        MPI_CHECK(MPI_Irecv(&rb[i], 1, MPI_INT, 0, i, MPI_COMM_SELF, &r[i]));
+    for (int i = 0; i < BURST; i++) {
+        sb[i] = k * 1000 + i;
+        MPI_CHECK(MPI_Issend(&sb[i], 1, MPI_INT, 0, i, MPI_COMM_SELF, &r[BURST + i]));
+    }
+    MPI_CHECK(MPI_Waitall(2 * BURST, r, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < BURST; i++)
+        CHECK(rb[i] == k * 1000 + i, "short-lived thread %d: receive %d got %d", k, i, rb[i]);
+    return NULL;
+}
+
+/* The process's requests (pvar pml_ubermatch_requests), or -1 where it does not exist. */
+static long long requests_allocated(void)
+{
+    int index, count;
+    unsigned long long v = 0;
+    MPI_T_pvar_session s;
+    MPI_T_pvar_handle h;
+    if (MPI_T_pvar_get_index("pml_ubermatch_requests", MPI_T_PVAR_CLASS_SIZE, &index) != MPI_SUCCESS)
+        return -1;
+    MPI_CHECK(MPI_T_pvar_session_create(&s));
+    MPI_CHECK(MPI_T_pvar_handle_alloc(s, index, NULL, &h, &count));
+    MPI_CHECK(MPI_T_pvar_read(s, h, &v));
+    MPI_CHECK(MPI_T_pvar_handle_free(s, &h));
+    MPI_CHECK(MPI_T_pvar_session_free(&s));
+    return (long long)v;
+}
+
+/* Phase 3; returns the requests the process gained over all SHORTLIVED threads (-1: no pvar). */
+static long long threads_come_and_go(void)
+{
+    int provided;
+    MPI_CHECK(MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided));
+    const long long before = requests_allocated();
+    for (int k = 0; k < SHORTLIVED; k++) {
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, short_lived, &k) == 0, "pthread_create failed");
+        pthread_join(t, NULL);
+    }
+    const long long after = requests_allocated();
+    MPI_CHECK(MPI_T_finalize());
+    if (before < 0)
+        return -1;
+    /* One thread's 2 x BURST at once, in the free list's steps of 64, and the
+     * main thread's cache: without the exit's drain each thread keeps up to 64. */
+    CHECK(after - before <= 4 * 64,
+          "requests grew from %lld to %lld over %d threads that came and went (kept by exited threads?)",
+          before, after, SHORTLIVED);
+    return after - before;
+}
+
 int main(int argc, char **argv)
 {
     mt_init_thread(&argc, &argv, "threads", 2, MPI_THREAD_MULTIPLE);
@@ -189,10 +255,13 @@ int main(int argc, char **argv)
     }
     MPI_CHECK(MPI_Comm_free(&pp_comm));
     MPI_CHECK(MPI_Comm_free(&any_comm));
+    const long long grew = threads_come_and_go();
     long tot_pp = 0, tot_st = 0;
     MPI_CHECK(MPI_Reduce(&pp, &tot_pp, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Reduce(&streamed, &tot_st, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
     return mt_finish("MPI_THREAD_MULTIPLE, %d threads per rank: %ld ping-pong iterations (Recv/Mprobe/Irecv, distinct "
-                     "tags) and %ld ANY_TAG stream messages each received exactly once in per-thread order",
-                     NTHREADS, tot_pp, tot_st);
+                     "tags) and %ld ANY_TAG stream messages each received exactly once in per-thread order; "
+                     "%d short-lived threads with %d requests each at once (requests gained: %lld; -1: no pvar, "
+                     "not measured)",
+                     NTHREADS, tot_pp, tot_st, SHORTLIVED, 2 * BURST, grew);
 }

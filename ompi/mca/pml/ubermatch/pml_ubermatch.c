@@ -207,7 +207,7 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     rc = opal_free_list_init(&mca_pml_ubermatch.requests, sizeof(mca_pml_ubermatch_request_t),
                              opal_cache_line_size, OBJ_CLASS(mca_pml_ubermatch_request_t), 0,
                              opal_cache_line_size, 64, -1, 64, NULL, 0, NULL, NULL, NULL);
-    if (OPAL_SUCCESS != rc) {
+    if (OPAL_SUCCESS != rc || OMPI_SUCCESS != mca_pml_ubermatch_request_cache_init()) {
         goto fail;
     }
     OBJ_CONSTRUCT(&mca_pml_ubermatch.connect_lock, opal_mutex_t);
@@ -266,6 +266,7 @@ int mca_pml_ubermatch_fini_module(void)
     }
     um_proto_destroy(mca_pml_ubermatch.proto);
     mca_pml_ubermatch.proto = NULL;
+    mca_pml_ubermatch_request_cache_fini();
     OBJ_DESTRUCT(&mca_pml_ubermatch.requests);
     OBJ_DESTRUCT(&mca_pml_ubermatch.connect_lock);
     mca_pml_ubermatch_completed_send_fini();

@@ -1,6 +1,6 @@
 /*
- * MPI_T performance variables of pml/ubermatch, one value per communicator,
- * read from its matching engine's statistics.
+ * MPI_T performance variables of pml/ubermatch: one value per communicator,
+ * read from its matching engine's statistics, and the process's requests.
  */
 #include "ompi/mca/pml/ubermatch/pml_ubermatch.h"
 
@@ -143,10 +143,32 @@ static int notify(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t event, voi
     return OMPI_SUCCESS;
 }
 
+/* Requests the process has allocated: each is reused once released, so this
+ * grows only with the operations pending at once (and the threads' caches). */
+static int get_requests(const struct mca_base_pvar_t *pvar, void *value, void *obj_handle)
+{
+    (void) pvar;
+    (void) obj_handle;
+    *(unsigned long long *) value = mca_pml_ubermatch.proto != NULL
+                                        ? (unsigned long long) mca_pml_ubermatch.requests.fl_num_allocated
+                                        : 0;
+    return OMPI_SUCCESS;
+}
+
 int mca_pml_ubermatch_register_pvars(void)
 {
+    int rc = mca_base_component_pvar_register(
+        &mca_pml_ubermatch_component.pmlm_version, "requests",
+        "Requests the process has allocated (each reused once released: grows with the "
+        "operations pending at once)",
+        OPAL_INFO_LVL_4, MPI_T_PVAR_CLASS_SIZE, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+        MPI_T_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+        get_requests, NULL, NULL, NULL);
+    if (rc < 0) {
+        return rc;
+    }
     for (size_t i = 0; i < sizeof(pvars) / sizeof(pvars[0]); ++i) {
-        int rc = mca_base_component_pvar_register(
+        rc = mca_base_component_pvar_register(
             &mca_pml_ubermatch_component.pmlm_version, pvars[i].name, pvars[i].help,
             OPAL_INFO_LVL_4, pvars[i].var_class, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
             MPI_T_BIND_MPI_COMM, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,

@@ -2,6 +2,8 @@
 
 #include "ompi/mca/pml/base/pml_base_bsend.h"
 
+#include <pthread.h>
+
 static int request_free(ompi_request_t **rptr);
 static int request_cancel(ompi_request_t *ompi_req, int flag);
 
@@ -35,6 +37,59 @@ static void convertor_clean(mca_pml_ubermatch_request_t *req)
     }
 }
 
+__thread mca_pml_ubermatch_request_cache_t mca_pml_ubermatch_request_cache;
+static pthread_key_t request_cache_key;
+
+static void request_cache_drain(mca_pml_ubermatch_request_cache_t *cache)
+{
+    while (NULL != cache->head) {
+        opal_free_list_item_t *item = cache->head;
+        cache->head = (opal_free_list_item_t *) item->super.opal_list_next;
+        opal_free_list_return_mt(&mca_pml_ubermatch.requests, item);
+    }
+    cache->count = 0;
+}
+
+static void request_cache_exit(void *cache)
+{
+    request_cache_drain((mca_pml_ubermatch_request_cache_t *) cache);
+}
+
+int mca_pml_ubermatch_request_cache_init(void)
+{
+    return 0 == pthread_key_create(&request_cache_key, request_cache_exit) ? OMPI_SUCCESS
+                                                                          : OMPI_ERROR;
+}
+
+/* Other threads' caches stay theirs (a thread still running after MPI_Finalize
+ * makes no MPI call); their requests' memory goes with the free list's. */
+void mca_pml_ubermatch_request_cache_fini(void)
+{
+    request_cache_drain(&mca_pml_ubermatch_request_cache);
+    mca_pml_ubermatch_request_cache.drained_at_exit = false;
+    pthread_key_delete(request_cache_key);
+}
+
+static inline void request_give_back(mca_pml_ubermatch_request_t *req)
+{
+    opal_free_list_item_t *item = (opal_free_list_item_t *) req;
+    if (!opal_using_threads()) {
+        opal_free_list_return_st(&mca_pml_ubermatch.requests, item);
+        return;
+    }
+    mca_pml_ubermatch_request_cache_t *cache = &mca_pml_ubermatch_request_cache;
+    if (OPAL_UNLIKELY(!cache->drained_at_exit)) {
+        cache->drained_at_exit = 0 == pthread_setspecific(request_cache_key, cache);
+    }
+    if (OPAL_LIKELY(cache->count < PML_UM_REQUEST_CACHE && cache->drained_at_exit)) {
+        item->super.opal_list_next = (opal_list_item_t *) cache->head;
+        cache->head = item;
+        ++cache->count;
+        return;
+    }
+    opal_free_list_return_mt(&mca_pml_ubermatch.requests, item);
+}
+
 /* Inline in this file: MPI_Wait's free and every completion after MPI_Request_free. */
 static inline void request_release(mca_pml_ubermatch_request_t *req)
 {
@@ -45,8 +100,8 @@ static inline void request_release(mca_pml_ubermatch_request_t *req)
     convertor_clean(req);
     OMPI_REQUEST_FINI(&req->ompi);
     /* Last: the communicator's destructor may run here (del_comm). */
-    OBJ_RELEASE(req->ompi.req_mpi_object.comm);
-    opal_free_list_return(&mca_pml_ubermatch.requests, (opal_free_list_item_t *) req);
+    mca_pml_ubermatch_comm_let_go(req->ompi.req_mpi_object.comm);
+    request_give_back(req);
 }
 
 void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req)

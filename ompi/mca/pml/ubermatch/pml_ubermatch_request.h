@@ -40,6 +40,37 @@ typedef struct mca_pml_ubermatch_request {
 OBJ_CLASS_DECLARATION(mca_pml_ubermatch_request_t);
 
 void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req);
+
+/* With threads each thread keeps up to PML_UM_REQUEST_CACHE free requests of its
+ * own: the shared free list costs two atomic operations a request (a 16-byte
+ * compare-and-swap to take one, another to give it back). A thread's cache goes
+ * back to the list when the thread exits, the finalizing thread's at
+ * MPI_Finalize. */
+#define PML_UM_REQUEST_CACHE 64
+typedef struct {
+    opal_free_list_item_t *head;
+    int count;
+    bool drained_at_exit; /* registered for the thread's exit */
+} mca_pml_ubermatch_request_cache_t;
+extern __thread mca_pml_ubermatch_request_cache_t mca_pml_ubermatch_request_cache;
+
+int mca_pml_ubermatch_request_cache_init(void);
+void mca_pml_ubermatch_request_cache_fini(void);
+
+static inline mca_pml_ubermatch_request_t *mca_pml_ubermatch_request_take(void)
+{
+    if (!opal_using_threads()) {
+        return (mca_pml_ubermatch_request_t *) opal_free_list_get_st(&mca_pml_ubermatch.requests);
+    }
+    mca_pml_ubermatch_request_cache_t *cache = &mca_pml_ubermatch_request_cache;
+    opal_free_list_item_t *item = cache->head;
+    if (OPAL_LIKELY(NULL != item)) {
+        cache->head = (opal_free_list_item_t *) item->super.opal_list_next;
+        --cache->count;
+        return (mca_pml_ubermatch_request_t *) item;
+    }
+    return (mca_pml_ubermatch_request_t *) opal_free_list_get_mt(&mca_pml_ubermatch.requests);
+}
 int mca_pml_ubermatch_send_start(mca_pml_ubermatch_request_t *req);
 
 /* Where a datatype's data starts, when count of it is one contiguous block. */
@@ -68,6 +99,25 @@ static inline void mca_pml_ubermatch_reset_status(ompi_status_public_t *status)
     status->_ucount = 0;
 }
 
+/* A request holds its communicator until it is released, as Open MPI's PMLs do:
+ * MPI_Comm_free with the operation pending must not delete the engine it waits
+ * in. MPI_COMM_WORLD and MPI_COMM_SELF (intrinsic) live until MPI_Finalize, after
+ * every operation: not counted, which with threads saves two atomic operations a
+ * message (as Open MPI skips predefined datatypes' counts). */
+static inline void mca_pml_ubermatch_comm_hold(struct ompi_communicator_t *comm)
+{
+    if (!OMPI_COMM_IS_INTRINSIC(comm)) {
+        OBJ_RETAIN(comm);
+    }
+}
+
+static inline void mca_pml_ubermatch_comm_let_go(struct ompi_communicator_t *comm)
+{
+    if (!OMPI_COMM_IS_INTRINSIC(comm)) {
+        OBJ_RELEASE(comm);
+    }
+}
+
 static inline __opal_attribute_always_inline__ mca_pml_ubermatch_request_t *
 mca_pml_ubermatch_request_alloc(mca_pml_ubermatch_request_kind_t kind,
                                                              bool persistent, const void *buf,
@@ -76,17 +126,14 @@ mca_pml_ubermatch_request_alloc(mca_pml_ubermatch_request_kind_t kind,
                                                              mca_pml_base_send_mode_t mode,
                                                              struct ompi_communicator_t *comm)
 {
-    mca_pml_ubermatch_request_t *req =
-        (mca_pml_ubermatch_request_t *) opal_free_list_get(&mca_pml_ubermatch.requests);
+    mca_pml_ubermatch_request_t *req = mca_pml_ubermatch_request_take();
     if (OPAL_UNLIKELY(NULL == req)) {
         return NULL;
     }
     OMPI_REQUEST_INIT(&req->ompi, persistent);
     req->ompi.req_state = persistent ? OMPI_REQUEST_INACTIVE : OMPI_REQUEST_ACTIVE;
-    /* Held until the request is released, as Open MPI's PMLs do: MPI_Comm_free
-     * with this operation pending must not delete the engine it waits in. */
     req->ompi.req_mpi_object.comm = comm;
-    OBJ_RETAIN(comm);
+    mca_pml_ubermatch_comm_hold(comm);
     mca_pml_ubermatch_reset_status(&req->ompi.req_status);
     req->kind = kind;
     req->free_called = false;
