@@ -71,6 +71,7 @@ static inline mca_pml_ubermatch_request_t *mca_pml_ubermatch_request_take(void)
     }
     return (mca_pml_ubermatch_request_t *) opal_free_list_get_mt(&mca_pml_ubermatch.requests);
 }
+
 int mca_pml_ubermatch_send_start(mca_pml_ubermatch_request_t *req);
 
 /* Where a datatype's data starts, when count of it is one contiguous block. */
