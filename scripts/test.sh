@@ -72,24 +72,31 @@ for backend in $backends; do
     suite "MPI tests, backend $backend" test/mpi/run-mpi-tests.sh build/test-mpi \
         --mca pml ubermatch --mca pml_ubermatch_backend "$backend"
 done
-# Single-copy pulls (pml_ubermatch_shm_pull, on in every suite above): they carry
-# pingpong's messages from 12 KiB (verbose 1 counts them), and derived datatypes'
+# Pulls (pml_ubermatch_shm_pull, on in every suite above): they carry
+# pingpong's messages from 12 KiB (verbose 1 counts them), up to
+# pml_ubermatch_shm_stage_max copied by the sender into shared memory the
+# receiver maps, beyond it (or with it 0) read by CMA, and derived datatypes'
 # from the sender's shared memory; off, the same tests take UCX's rendezvous
 # within the node.
 pulls() {
     local out rc=0
     out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_verbose 1 build/test/mpi/pingpong 2>&1)
-    grep -qE 'rank 1: shared-memory rings: .*; [1-9][0-9]* sent and [1-9][0-9]* received as single-copy pulls' <<<"$out" &&
+    grep -qE 'rank 1: shared-memory rings: .*; [1-9][0-9]* sent and [1-9][0-9]* received as pulls \([0-9]+ sent while packed, [1-9][0-9]* of them contiguous data copied' <<<"$out" &&
         grep -q "PASS pingpong" <<<"$out" ||
-        { echo "FAIL no message went as a single-copy pull"; echo "$out" | tail -5; rc=1; }
+        { echo "FAIL no contiguous message went as a staged pull"; echo "$out" | tail -5; rc=1; }
+    out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_verbose 1 --mca pml_ubermatch_shm_stage_max 0 \
+        build/test/mpi/pingpong 2>&1)
+    grep -qE 'rank 1: shared-memory rings: .*; [1-9][0-9]* sent and [1-9][0-9]* received as pulls \(0 sent while packed, 0 of them' <<<"$out" &&
+        grep -q "PASS pingpong" <<<"$out" ||
+        { echo "FAIL with pml_ubermatch_shm_stage_max 0 no message went as a CMA pull"; echo "$out" | tail -5; rc=1; }
     out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_verbose 1 --mca pml_ubermatch_shm_pull 0 \
         build/test/mpi/pingpong 2>&1)
-    grep -qE 'rank 1: shared-memory rings: .*; 0 sent and 0 received as single-copy pulls \(.*pml_ubermatch_shm_pull 0\)' <<<"$out" ||
+    grep -qE 'rank 1: shared-memory rings: .*; 0 sent and 0 received as pulls \(.*pml_ubermatch_shm_pull 0' <<<"$out" ||
         { echo "FAIL pml_ubermatch_shm_pull 0 still pulled"; echo "$out" | tail -5; rc=1; }
     # Derived datatypes: packed into the arena, strided ones while their record
     # is out, and the receiver unpacks from its mapping of it.
     out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_verbose 1 build/test/mpi/datatypes 2>&1)
-    grep -qE 'rank 0: shared-memory rings: .*single-copy pulls \([1-9][0-9]* sent while packed' <<<"$out" &&
+    grep -qE 'rank 0: shared-memory rings: .* pulls \([1-9][0-9]* sent while packed' <<<"$out" &&
         grep -qE 'rank 1: shared-memory rings: .*, [1-9][0-9]* received from the sender.s shared memory' <<<"$out" &&
         grep -q "PASS datatypes" <<<"$out" ||
         { echo "FAIL datatypes' pulls were not packed while out or not read from the sender's shared memory"
@@ -97,14 +104,16 @@ pulls() {
     # The same under MPI_THREAD_MULTIPLE: the sender with the ring's packing slot streams.
     out=$(test/mpi/run-one.sh --mca pml ubermatch --mca pml_ubermatch_verbose 1 -x MPITEST_THREAD_MULTIPLE=1 \
         build/test/mpi/datatypes 2>&1)
-    grep -qE 'rank 0: shared-memory rings: .*single-copy pulls \([1-9][0-9]* sent while packed' <<<"$out" &&
+    grep -qE 'rank 0: shared-memory rings: .* pulls \([1-9][0-9]* sent while packed' <<<"$out" &&
         grep -q "PASS datatypes" <<<"$out" ||
         { echo "FAIL datatypes under MPI_THREAD_MULTIPLE: pulls not packed while out"; echo "$out" | tail -5; rc=1; }
+    MPI_TESTS_ONLY="pingpong truncation probe ssend persistent" \
+        test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_shm_stage_max 0 || rc=1
     MPI_TESTS_ONLY="pingpong datatypes truncation probe ssend persistent alloc_faults" \
         test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_shm_pull 0 || rc=1
     return $rc
 }
-suite "single-copy pulls from 12 KiB; off, UCX's rendezvous within the node" pulls
+suite "pulls from 12 KiB (staged up to shm_stage_max, else CMA); off, UCX's rendezvous within the node" pulls
 # Info assertions ignored (pml_ubermatch_assertions ignore: full engines, no
 # refusals; the default honour runs in every backend's suite above), a few seconds.
 # Open MPI's one-sided over the PML (osc/pt2pt) instead of osc/rdma: it reads

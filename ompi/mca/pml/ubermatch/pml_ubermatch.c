@@ -146,6 +146,14 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     config.fail_alloc_every = cfg->inject_alloc_failure;
     config.shm_eager_limit = cfg->shm_eager_limit;
     config.shm_pull = cfg->shm_pull ? 1 : 0;
+    if (0 != cfg->shm_stage_max &&
+        (cfg->shm_stage_max < PML_UM_STAGE_MIN || cfg->shm_stage_max > PML_UM_STAGE_MAX)) {
+        opal_output(0, "pml_ubermatch: cannot start: pml_ubermatch_shm_stage_max = %zu is out of "
+                    "range; valid values are 0 (never) and %d .. %d",
+                    cfg->shm_stage_max, PML_UM_STAGE_MIN, PML_UM_STAGE_MAX);
+        return OMPI_ERR_BAD_PARAM;
+    }
+    config.shm_stage_max = cfg->shm_stage_max;
     config.shm_ring_cells = 0;
     if (cfg->hwloc && cfg->shm_eager_limit > 0) {
         char why[512];
@@ -373,15 +381,17 @@ int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs)
         PML_UM_VERBOSE(1, "rank %u: shared-memory rings: %llu messages sent through %u, %llu "
                           "received through %u of %llu KiB in all (messages up to %zu bytes; "
                           "pml_ubermatch_shm_eager_limit %zu); %llu sent and %llu received as "
-                          "single-copy pulls (%llu sent while packed, %llu received from the sender's "
-                          "shared memory; pml_ubermatch_shm_pull %d)",
+                          "pulls (%llu sent while packed, %llu of them contiguous data copied into "
+                          "shared memory, %llu received from the sender's shared memory; "
+                          "pml_ubermatch_shm_pull %d, shm_stage_max %zu)",
                        (unsigned) OMPI_PROC_MY_NAME->vpid, (unsigned long long) c.sent,
                        (unsigned) c.rings_out, (unsigned long long) c.received,
                        (unsigned) c.rings_in, (unsigned long long) (c.ring_bytes_in >> 10),
                        c.eager_limit, mca_pml_ubermatch.config.shm_eager_limit,
                        (unsigned long long) c.pulls_sent, (unsigned long long) c.pulls_read,
-                       (unsigned long long) c.pulls_streamed, (unsigned long long) c.pulls_mapped,
-                       (int) mca_pml_ubermatch.config.shm_pull);
+                       (unsigned long long) c.pulls_streamed, (unsigned long long) c.pulls_staged,
+                       (unsigned long long) c.pulls_mapped, (int) mca_pml_ubermatch.config.shm_pull,
+                       mca_pml_ubermatch.config.shm_stage_max);
     }
     um_proto_disconnect(mca_pml_ubermatch.proto, peers, nprocs);
     free(peers);

@@ -45,6 +45,7 @@ typedef struct mca_pml_ubermatch_config {
     unsigned inject_alloc_failure; /* tests: every n-th message-path allocation fails */
     size_t shm_eager_limit; /* largest message through a shared-memory ring; 0: none */
     bool shm_pull;          /* receivers read large messages from their senders (CMA) */
+    size_t shm_stage_max;   /* contiguous pulls up to this size copied into shared memory */
     bool hwloc;             /* ring sizes from the cache hierarchy (protocol/topology.h) */
     char *trace;        /* directory of the matching trace (replay/); empty: off */
     bool trace_direct;  /* the trace written with direct I/O where the file system takes it */
@@ -56,6 +57,9 @@ typedef struct mca_pml_ubermatch_config {
 
 /* The wire carries 32 bits of context id; Open MPI's search stops below the maximum. */
 #define PML_UM_MAX_CONTEXTID (UINT32_MAX - 1)
+/* pml_ubermatch_shm_stage_max's range besides 0: from the smallest pull to the arena's size. */
+#define PML_UM_STAGE_MIN 12288
+#define PML_UM_STAGE_MAX (64 << 20)
 
 typedef struct mca_pml_ubermatch_module {
     mca_pml_base_module_t super;

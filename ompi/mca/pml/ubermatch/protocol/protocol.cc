@@ -25,7 +25,8 @@ Protocol::Protocol(const um_proto_config_t &config, const um_proto_callbacks_t &
       shm_bound_(config.shm_eager_limit),
       ring_cells_(config.shm_ring_cells != 0 ? config.shm_ring_cells : shm::kDefaultCells),
       shm_limit_(shm::eager_limit(ring_cells_, shm_bound_)),
-      shm_pull_(config.shm_pull != 0 && shm_limit_ > 0) {}
+      shm_pull_(config.shm_pull != 0 && shm_limit_ > 0),
+      stage_max_(shm_pull_ ? config.shm_stage_max : 0) {}
 
 void Protocol::start() {
     // Fail early, with the valid names, on a bad backend or parameter.

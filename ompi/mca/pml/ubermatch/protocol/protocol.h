@@ -115,10 +115,16 @@ constexpr size_t kPullPiece = 256 * 1024;
 // as it is done (Sender::packed): the receiver unpacks one while the sender
 // packs the next. An eighth of the message, between these bounds, so that a
 // small one overlaps too.
+// A staged contiguous send (a copy, no packing) publishes pieces of 16 KiB at
+// least: each publication moves a line between the cores, and at 16-64 KiB
+// pieces of 4 KiB took 1.06-1.4x the one-way time of pieces of 16 KiB
+// (docs/message-path.md round 20).
 constexpr size_t kPackPieceMin = 4 * 1024;
+constexpr size_t kCopyPieceMin = 16 * 1024;
 constexpr size_t kPackPieceMax = 32 * 1024;
-inline size_t pack_piece(size_t length) {
-    return std::min(kPackPieceMax, std::max(kPackPieceMin, (length / 8 + 4095) & ~size_t{4095}));
+inline size_t pack_piece(size_t length, bool copy) {
+    return std::min(kPackPieceMax,
+                    std::max(copy ? kCopyPieceMin : kPackPieceMin, (length / 8 + 4095) & ~size_t{4095}));
 }
 
 // Packing a small message straight into a send buffer that another core has
@@ -139,6 +145,7 @@ struct Packer {
     um_proto_pack_fn fn;
     void *arg;
     bool rows; // writes rows of a cache line or more: worth a stage
+    bool copy; // a staged contiguous send's copy (kCopyPieceMin)
     // Bytes [off, off + length) of the packed data, to dest + off; through
     // stage (kPackStage bytes) unless it is null.
     bool pack(unsigned char *dest, size_t off, size_t length, unsigned char *stage) const;
@@ -175,6 +182,12 @@ constexpr size_t kSendRotate = size_t{1} << 20;
 // 1.25-1.61x at 64 KiB - 1 MiB; docs/message-path.md round 10).
 constexpr size_t kRndvUnpackMax = 1024 * 1024;
 
+// Contiguous pulls staged through the arena (shm_stage_max) in flight at once,
+// in bytes: the pages the send buffers keep (kSendKept); past them a staged
+// buffer's pages would be released and faulted in again on every use. The
+// rest are read by CMA from the user's buffer, as without staging.
+constexpr size_t kStagedInFlight = kSendKept;
+
 // Lives in the glue's um_proto_send_op_t.
 struct SendOp {
     WireHeader hdr;
@@ -186,6 +199,9 @@ struct SendOp {
     // packer and packed length, used from the call until UCX completes it.
     Packer packer;
     size_t length;
+    // A contiguous send staged through the arena (Protocol::stage): its
+    // buffer of `length` bytes, given back when the send completes.
+    void *staged;
 };
 static_assert(sizeof(SendOp) <= sizeof(um_proto_send_op_t), "um_proto_send_op_t is too small");
 
@@ -463,6 +479,14 @@ private:
     bool watch_pulls(shm::Sender &ring) noexcept;
     // Sizes that go as pulls to a peer that takes them (kPullMin).
     bool pull_size(size_t length) const { return length >= kPullMin || length > shm_limit_; }
+    // Contiguous sends copied into the arena and streamed (shm_stage_max):
+    // whether one of length goes so to peer, and its buffer there (nullptr:
+    // none, it goes as it is), which give_back_staged returns when the send
+    // completes.
+    bool stages(const Peer &peer, size_t length) const noexcept;
+    void *take_staged(size_t length) noexcept;
+    void give_back_staged(SendOp *op) noexcept;
+    bool windowed(Peer &peer, size_t length) noexcept;
     // Under the lock: a message whose fields are set goes to its communicator
     // (or waits for it). True when it was kept. Inline (arrival.cc only), with
     // accept: every arrival's path.
@@ -638,6 +662,8 @@ private:
     const uint32_t ring_cells_; // of each ring this process makes
     const size_t shm_limit_;    // largest payload through a ring (shm::eager_limit); 0: no rings
     const bool shm_pull_;       // rings carry pulls (um_proto_config_t)
+    const size_t stage_max_;    // contiguous pulls up to this size staged (shm_stage_max; 0: none)
+    std::atomic<size_t> staged_bytes_{0}; // staged buffers out (kStagedInFlight)
     std::atomic<uint64_t> pulls_out_{0}; // pulls sent, not yet handed back
     std::vector<shm::Sender *> pull_rings_; // the rings reap_pulls polls (owned by their Peer, kept to the end)
     std::vector<std::unique_ptr<Peer>> peers_;               // never freed before the end: ids stay valid

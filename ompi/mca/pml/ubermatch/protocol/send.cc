@@ -7,11 +7,31 @@
 
 namespace ubermatch::protocol {
 
+// The packing of a contiguous send staged through the arena (Protocol::stages).
+static int copy_piece(void *data, size_t offset, void *dest, size_t length) {
+    std::memcpy(dest, static_cast<const unsigned char *>(data) + offset, length);
+    return 0; // a copy cannot fail: neither can a staged send's packing
+}
+
 int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
                    const void *data, size_t length, bool sync, SendOp *op, void *cookie,
                    const Packer *packer) {
     if (dst < 0 || dst >= comm->remote_size) {
         return UM_PROTO_ERROR;
+    }
+    // A contiguous send staged through the arena goes as a packed one whose
+    // packing is a copy (stages; in a window of large ones, UCX copies it as
+    // it sends, as it packs others'); without a buffer, as it is.
+    op->staged = nullptr;
+    Packer copier{&copy_piece, const_cast<void *>(data), false, true};
+    if (packer == nullptr && stage_max_ != 0 && length <= stage_max_ && stages(*peer, length)) {
+        if (windowed(*peer, length)) {
+            packer = &copier; // UCX copies it as it sends
+        } else if ((op->staged = take_staged(length)) != nullptr) {
+            op->length = length;
+            data = op->staged;
+            packer = &copier;
+        }
     }
     // Packing streams only into a pull from the arena, by the sender that has
     // the ring's packing slot; to a peer no ring reaches, UCX packs as it
@@ -20,9 +40,9 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     // kUcxPacksMin); anything else is packed whole now.
     const Packer *ucx_packs = nullptr;
     if (packer != nullptr) {
-        const bool windowed = send_pack_dt_ != 0 && length >= kUcxPacksMin && pulls_out(*peer);
-        if (windowed || !take_pack_slot(*peer, data, length)) {
-            if (windowed || (send_pack_dt_ != 0 && (peer->local || length >= kUcxPacksMin) &&
+        const bool in_window = windowed(*peer, length);
+        if (in_window || !take_pack_slot(*peer, data, length)) {
+            if (in_window || (send_pack_dt_ != 0 && (peer->local || length >= kUcxPacksMin) &&
                              __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing)) {
                 ucx_packs = packer; // (kNoRing is for good: no path below touches data)
             } else if (!pack_all(*packer, data, length)) {
@@ -266,7 +286,7 @@ bool Protocol::push_pull(Peer &peer, SendOp *op, const void *data, size_t length
 void Protocol::stream(Peer &peer, shm::Sender &ring, SendOp *op, const void *data, size_t length,
                       const Packer &packer) noexcept {
     auto *dest = static_cast<unsigned char *>(const_cast<void *>(data));
-    const size_t each = pack_piece(length);
+    const size_t each = pack_piece(length, packer.copy);
     unsigned char *const stage = take_stage(packer, length);
     int status = UM_PROTO_OK;
     for (size_t off = 0; off < length; off += each) {
@@ -407,8 +427,51 @@ void Protocol::send_event(SendOp *op, int status) {
         left = --op->pending;
     }
     if (left == 0) {
+        if (op->staged != nullptr) {
+            give_back_staged(op);
+        }
         cb_.send_done(op->cookie, op->status);
     }
+}
+
+// A packed send of kUcxPacksMin or more behind other pulls to its receiver
+// (kUcxPacksMin: a window) is packed by UCX as it sends.
+bool Protocol::windowed(Peer &peer, size_t length) noexcept {
+    return send_pack_dt_ != 0 && length >= kUcxPacksMin && pulls_out(peer);
+}
+
+// Round 20 (docs/message-path.md): on the machines measured a CMA read costs
+// ~1 us a call and ~60 ns a page, more than a second copy through memory both
+// processes map; staged and streamed, 12 KiB - 8 MiB took 0.3-0.6x the one-way
+// time of a pull by CMA. Only to a peer whose ring carries pulls (the arena is
+// named to it with the first), of a pull's size.
+bool Protocol::stages(const Peer &peer, size_t length) const noexcept {
+    return arena_ != nullptr && peer.local && pull_size(length) &&
+           __atomic_load_n(&peer.pull, __ATOMIC_RELAXED);
+}
+
+// An arena buffer while kStagedInFlight bytes are not out already.
+void *Protocol::take_staged(size_t length) noexcept {
+    if (staged_bytes_.fetch_add(length, std::memory_order_relaxed) + length > kStagedInFlight) {
+        staged_bytes_.fetch_sub(length, std::memory_order_relaxed);
+        return nullptr;
+    }
+    void *buffer = send_buffer(length);
+    if (buffer == nullptr || !arena_->holds(buffer, length)) { // past the arena: a CMA read anyway
+        if (buffer != nullptr) {
+            send_buffer_return(buffer, length);
+        }
+        staged_bytes_.fetch_sub(length, std::memory_order_relaxed);
+        return nullptr;
+    }
+    __atomic_fetch_add(&shm_counts_.pulls_staged, uint64_t{1}, __ATOMIC_RELAXED);
+    return buffer;
+}
+
+void Protocol::give_back_staged(SendOp *op) noexcept {
+    send_buffer_return(op->staged, op->length);
+    staged_bytes_.fetch_sub(op->length, std::memory_order_relaxed);
+    op->staged = nullptr;
 }
 
 ucs_status_t Protocol::am_ack_cb(void *arg, const void *header, size_t header_length, void *,

@@ -95,6 +95,11 @@ typedef struct um_proto_config {
      * once matched (Linux CMA, checked when the ring is mapped); 0: UCX's
      * rendezvous. */
     int shm_pull;
+    /* With shm_pull: contiguous messages up to this size (from 12 KiB) are
+     * copied by the sender into shared memory the receiver maps, piece by
+     * piece while the receiver copies out, instead of read by CMA from the
+     * sender's buffer; 0: never. */
+    size_t shm_stage_max;
 } um_proto_config_t;
 
 /* hwloc's choice of shm_ring_cells for a process with local_procs processes of
@@ -211,6 +216,7 @@ typedef struct um_proto_shm_count {
     uint64_t pulls_read; /* messages this process read from their senders' memory */
     uint64_t pulls_mapped; /* of those, read from the sender's arena mapped here (no CMA) */
     uint64_t pulls_streamed; /* pulls sent whose record went before their data was packed */
+    uint64_t pulls_staged; /* contiguous sends copied into the arena to be pulled (shm_stage_max) */
     uint32_t rings_cold; /* of rings_in, those idle long enough to be polled only in turn */
 } um_proto_shm_counts_t;
 void um_proto_shm_stats(um_proto_t *proto, um_proto_shm_counts_t *counts);
