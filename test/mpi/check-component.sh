@@ -102,7 +102,7 @@ done
 for max in 100 67108865; do
     refused_range shm_stage_max $max "0 (never) and 12288 .. 67108864"
 done
-check "shm_stage_max defaults to 1 MiB" grep -q 'parameter "pml_ubermatch_shm_stage_max" (current value: "1048576"' <<<"$info"
+check "shm_stage_max defaults to 8 MiB" grep -q 'parameter "pml_ubermatch_shm_stage_max" (current value: "8388608"' <<<"$info"
 # The limit holds: with 100 context ids the 100th MPI_Comm_dup fails (an error,
 # not an abort), and once the communicators are freed a dup works again.
 out=$(timeout 120 mpirun -np 4 --mca pml ubermatch --mca pml_ubermatch_max_contextid 100 -x NEWCOMM_LIMIT=100 \

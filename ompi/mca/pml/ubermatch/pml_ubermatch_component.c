@@ -228,7 +228,7 @@ static int mca_pml_ubermatch_component_register(void)
                         "where CMA is not allowed: UCX's rendezvous",
                         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, &cfg->shm_pull);
 
-    cfg->shm_stage_max = 1 << 20;
+    cfg->shm_stage_max = 8 << 20;
     (void) register_var("shm_stage_max",
                         "With shm_pull: contiguous messages from 12 KiB up to this size (bytes) "
                         "are copied by the sender into shared memory that the receiver maps, "
@@ -236,8 +236,9 @@ static int mca_pml_ubermatch_component_register(void)
                         "system call), instead of being read by the receiver from the sender's "
                         "buffer with CMA (one copy and a process_vm_readv call, ~1 us a call "
                         "and ~60 ns a page on the machines measured: docs/message-path.md round "
-                        "20); at most 16 MiB of them at a time, the rest by CMA. 0: never; "
-                        "else 12288 .. 67108864",
+                        "20); at most 64 MiB of them out at once, the rest by CMA. The arena "
+                        "keeps up to 64 MiB of free buffers' pages a process: lower this (or 0) "
+                        "where memory is short or CMA cheap. 0: never; else 12288 .. 67108864",
                         MCA_BASE_VAR_TYPE_SIZE_T, OPAL_INFO_LVL_4, &cfg->shm_stage_max);
 
     cfg->hwloc = true;
