@@ -114,11 +114,10 @@ constexpr size_t kPullPiece = 256 * 1024;
 // A packed send streamed to its receiver is packed in pieces, each published
 // as it is done (Sender::packed): the receiver unpacks one while the sender
 // packs the next. An eighth of the message, between these bounds, so that a
-// small one overlaps too.
-// A staged contiguous send (a copy, no packing) publishes pieces of 16 KiB at
-// least: each publication moves a line between the cores, and at 16-64 KiB
-// pieces of 4 KiB took 1.06-1.4x the one-way time of pieces of 16 KiB
-// (docs/message-path.md round 20).
+// small one overlaps too. A staged contiguous send (a copy, no packing)
+// publishes pieces of 16 KiB at least: each publication moves a line between
+// the cores, and at 16-64 KiB pieces of 4 KiB took 1.06-1.4x the one-way time
+// of pieces of 16 KiB (docs/message-path.md round 20).
 constexpr size_t kPackPieceMin = 4 * 1024;
 constexpr size_t kCopyPieceMin = 16 * 1024;
 constexpr size_t kPackPieceMax = 32 * 1024;
@@ -199,8 +198,8 @@ struct SendOp {
     // packer and packed length, used from the call until UCX completes it.
     Packer packer;
     size_t length;
-    // A contiguous send staged through the arena (Protocol::stage): its
-    // buffer of `length` bytes, given back when the send completes.
+    // A contiguous send staged through the arena (Protocol::take_staged):
+    // its buffer of `length` bytes, given back when the send completes.
     void *staged;
 };
 static_assert(sizeof(SendOp) <= sizeof(um_proto_send_op_t), "um_proto_send_op_t is too small");
