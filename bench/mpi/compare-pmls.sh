@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
     --pmls) pmls=$2; shift 2 ;;
     --bench-args) bench_args=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "compare-pmls.sh: unknown option $1" >&2; exit 2 ;;
     *) build=$1; shift ;;
     esac

@@ -23,8 +23,9 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     // packing is a copy (stages; in a window of large ones, UCX copies it as
     // it sends, as it packs others'); without a buffer, as it is.
     op->staged = nullptr;
-    Packer copier{&copy_piece, const_cast<void *>(data), false, true};
-    if (packer == nullptr && stage_max_ != 0 && length <= stage_max_ && stages(*peer, length)) {
+    Packer copier; // set only for a staged send: nothing more on the common path
+    if (packer == nullptr && length <= stage_max_ && stages(*peer, length)) {
+        copier = Packer{&copy_piece, const_cast<void *>(data), false, true};
         if (windowed(*peer, length)) {
             packer = &copier; // UCX copies it as it sends
         } else if ((op->staged = take_staged(length)) != nullptr) {
