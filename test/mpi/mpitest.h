@@ -281,6 +281,26 @@ static void *mt_malloc(size_t n)
     return p;
 }
 
+/* The requests pml/ubermatch has allocated in this process (pvar
+ * pml_ubermatch_requests), or -1 under another PML; between MPI_T_init_thread
+ * and MPI_T_finalize. A leak shows as growth over a loop of operations. */
+static long long mt_pml_requests(void) __attribute__((unused));
+static long long mt_pml_requests(void)
+{
+    int index, count;
+    unsigned long long v = 0;
+    MPI_T_pvar_session s;
+    MPI_T_pvar_handle h;
+    if (MPI_T_pvar_get_index("pml_ubermatch_requests", MPI_T_PVAR_CLASS_SIZE, &index) != MPI_SUCCESS)
+        return -1;
+    MPI_CHECK(MPI_T_pvar_session_create(&s));
+    MPI_CHECK(MPI_T_pvar_handle_alloc(s, index, NULL, &h, &count));
+    MPI_CHECK(MPI_T_pvar_read(s, h, &v));
+    MPI_CHECK(MPI_T_pvar_handle_free(s, &h));
+    MPI_CHECK(MPI_T_pvar_session_free(&s));
+    return (long long)v;
+}
+
 /* MPI_Wait that fails with a message naming `what` instead of hanging when
  * the request is not complete after `secs` seconds. */
 static void mt_wait_bounded(MPI_Request *req, MPI_Status *st, double secs, const char *what) __attribute__((unused));

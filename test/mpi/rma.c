@@ -1,5 +1,7 @@
 /* MPI RMA (osc rides on the PML for osc/pt2pt): Put/Get/Accumulate/Get_accumulate/
- * Fetch_and_op/Compare_and_swap under fence, lock/unlock, lock_all/flush and PSCW. */
+ * Fetch_and_op/Compare_and_swap under fence, lock/unlock, lock_all/flush and PSCW;
+ * then many fence epochs, over which the PML's requests must not grow (osc/pt2pt
+ * frees its receives' requests in their completion callbacks). */
 #include "mpitest.h"
 
 enum { N = 1024 };
@@ -82,6 +84,23 @@ int main(int argc, char **argv)
     MPI_Group_free(&gl);
     MPI_Group_free(&gr);
     MPI_Group_free(&world);
+
+    /* EPOCHS fence epochs of one Put of N integers each: osc/pt2pt's requests freed before they
+     * completed must come back (before 2026-11-29 about one a epoch did not). */
+    enum { EPOCHS = 600 };
+    int provided;
+    MPI_CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
+    const long long before = mt_pml_requests();
+    for (int e = 0; e < EPOCHS; e++) {
+        MPI_CHECK(MPI_Win_fence(0, win));
+        MPI_CHECK(MPI_Put(src, N, MPI_INT, right, 0, N, MPI_INT, win));
+    }
+    MPI_CHECK(MPI_Win_fence(0, win));
+    const long long after = mt_pml_requests();
+    MPI_CHECK(MPI_T_finalize());
+    CHECK(after - before <= 128, "requests grew from %lld to %lld over %d fence epochs (freed ones lost?)",
+          before, after, EPOCHS);
+    for (int i = 0; i < N; i++) CHECK(mem[i] == left * N + i, "fence epochs' Put: mem[%d] = %d", i, mem[i]);
     MPI_CHECK(MPI_Win_free(&win));
     return mt_finish("Put/Get/Accumulate/Fetch_and_op/CAS/Get_accumulate under fence, lock, lock_all+flush, PSCW");
 }

@@ -172,35 +172,18 @@ static void *short_lived(void *p)
     return NULL;
 }
 
-/* The process's requests (pvar pml_ubermatch_requests), or -1 where it does not exist. */
-static long long requests_allocated(void)
-{
-    int index, count;
-    unsigned long long v = 0;
-    MPI_T_pvar_session s;
-    MPI_T_pvar_handle h;
-    if (MPI_T_pvar_get_index("pml_ubermatch_requests", MPI_T_PVAR_CLASS_SIZE, &index) != MPI_SUCCESS)
-        return -1;
-    MPI_CHECK(MPI_T_pvar_session_create(&s));
-    MPI_CHECK(MPI_T_pvar_handle_alloc(s, index, NULL, &h, &count));
-    MPI_CHECK(MPI_T_pvar_read(s, h, &v));
-    MPI_CHECK(MPI_T_pvar_handle_free(s, &h));
-    MPI_CHECK(MPI_T_pvar_session_free(&s));
-    return (long long)v;
-}
-
 /* Phase 3; returns the requests the process gained over all SHORTLIVED threads (-1: no pvar). */
 static long long threads_come_and_go(void)
 {
     int provided;
     MPI_CHECK(MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided));
-    const long long before = requests_allocated();
+    const long long before = mt_pml_requests();
     for (int k = 0; k < SHORTLIVED; k++) {
         pthread_t t;
         CHECK(pthread_create(&t, NULL, short_lived, &k) == 0, "pthread_create failed");
         pthread_join(t, NULL);
     }
-    const long long after = requests_allocated();
+    const long long after = mt_pml_requests();
     MPI_CHECK(MPI_T_finalize());
     if (before < 0)
         return -1;

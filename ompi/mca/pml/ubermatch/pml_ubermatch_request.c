@@ -109,29 +109,63 @@ void mca_pml_ubermatch_request_release(mca_pml_ubermatch_request_t *req)
     request_release(req);
 }
 
-/* Signals completion, unless MPI_Request_free already let go of the request:
- * then nobody waits, and it goes back to the free list. The flag is read
- * first so that the request is never touched after it was signalled. */
+/* A request MPI_Request_free let go of before it completed says so in
+ * req_complete, the word Open MPI's completion swaps anyway (beside its
+ * REQUEST_PENDING, REQUEST_COMPLETED and a waiter's sync): the freer and the
+ * completer each change it with one compare-and-swap, and whichever comes
+ * second releases the request. A flag of its own beside req_complete, set by
+ * one and read by the other, let both pass by under MPI_THREAD_MULTIPLE (the
+ * completer read it before the freer set it, the freer read req_complete
+ * before the completer set it: a request and a hold on its communicator lost). */
+#define PML_UM_REQUEST_FREED ((void *) 2L)
+
+/* Signals completion, or releases a request nobody waits for any more. Open
+ * MPI's components may set a callback that frees the request itself and
+ * returns 1 (osc/pt2pt's incoming messages, coll/adapt's segments): it runs
+ * first, as in ompi_request_complete, and such a request is released here
+ * (it was not complete when it was freed). Nothing touches the request after
+ * signalling it. */
 static void request_complete(mca_pml_ubermatch_request_t *req)
 {
-    if (req->free_called) {
-        request_release(req);
+    ompi_request_t *r = &req->ompi;
+    void *seen = REQUEST_PENDING;
+    if (OPAL_UNLIKELY(NULL != r->req_complete_cb)) {
+        ompi_request_complete_fn_t fn = r->req_complete_cb;
+        r->req_complete_cb = NULL; /* it may set another */
+        if (0 != fn(r)) {
+            if (PML_UM_REQUEST_FREED == r->req_complete) {
+                request_release(req);
+            }
+            return;
+        }
+    }
+    if (OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_PTR(&r->req_complete, &seen, REQUEST_COMPLETED)) {
         return;
     }
-    ompi_request_complete(&req->ompi, true);
+    if (PML_UM_REQUEST_FREED != seen) { /* a waiter's sync */
+        seen = OPAL_ATOMIC_SWAP_PTR(&r->req_complete, REQUEST_COMPLETED);
+        if (PML_UM_REQUEST_FREED != seen) {
+            if (REQUEST_PENDING != seen) {
+                wait_sync_update((ompi_wait_sync_t *) seen, 1, r->req_status.MPI_ERROR);
+            }
+            return;
+        }
+    }
+    request_release(req);
 }
 
 static int request_free(ompi_request_t **rptr)
 {
     mca_pml_ubermatch_request_t *req = (mca_pml_ubermatch_request_t *) *rptr;
+    void *seen = REQUEST_PENDING;
     *rptr = MPI_REQUEST_NULL;
-    req->free_called = true;
-    if (opal_using_threads()) { /* a fence costs ~5% of a message's time, and orders only threads */
-        opal_atomic_mb();
+    if (OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_PTR(&req->ompi.req_complete, &seen,
+                                                PML_UM_REQUEST_FREED)) {
+        return OMPI_SUCCESS; /* its completion releases it */
     }
-    if (REQUEST_COMPLETE(&req->ompi)) {
+    if (REQUEST_COMPLETED == seen) {
         request_release(req);
-    }
+    } /* else a thread waits in it: an erroneous program, kept rather than freed under it */
     return OMPI_SUCCESS;
 }
 

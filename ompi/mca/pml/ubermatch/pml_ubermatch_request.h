@@ -17,7 +17,6 @@ typedef enum { PML_UM_SEND, PML_UM_RECV } mca_pml_ubermatch_request_kind_t;
 typedef struct mca_pml_ubermatch_request {
     ompi_request_t ompi;
     mca_pml_ubermatch_request_kind_t kind;
-    volatile bool free_called;  /* MPI_Request_free came before completion */
     bool internal_bsend;        /* the transfer behind a completed MPI_Bsend: nobody waits */
 
     /* the MPI call, kept for MPI_Start */
@@ -137,7 +136,6 @@ mca_pml_ubermatch_request_alloc(mca_pml_ubermatch_request_kind_t kind,
     mca_pml_ubermatch_comm_hold(comm);
     mca_pml_ubermatch_reset_status(&req->ompi.req_status);
     req->kind = kind;
-    req->free_called = false;
     req->internal_bsend = false;
     req->buf = (void *) buf;
     req->count = count;
