@@ -24,9 +24,10 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     // it sends, as it packs others'); without a buffer, as it is.
     op->staged = nullptr;
     Packer copier; // set only for a staged send: nothing more on the common path
+    bool in_window = false; // windowed(), asked once (under threads it takes the ring's lock)
     if (packer == nullptr && length <= stage_max_ && stages(*peer, length)) {
         copier = Packer{&copy_piece, const_cast<void *>(data), false, true};
-        if (windowed(*peer, length)) {
+        if ((in_window = windowed(*peer, length))) {
             packer = &copier; // UCX copies it as it sends
         } else if ((op->staged = take_staged(length)) != nullptr) {
             op->length = length;
@@ -41,7 +42,9 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
     // kUcxPacksMin); anything else is packed whole now.
     const Packer *ucx_packs = nullptr;
     if (packer != nullptr) {
-        const bool in_window = windowed(*peer, length);
+        if (packer != &copier) { // a staged send's was asked above
+            in_window = windowed(*peer, length);
+        }
         if (in_window || !take_pack_slot(*peer, data, length)) {
             if (in_window || (send_pack_dt_ != 0 && (peer->local || length >= kUcxPacksMin) &&
                              __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing)) {
