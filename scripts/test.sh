@@ -120,6 +120,11 @@ suite "pulls from 12 KiB (staged up to shm_stage_max, else CMA); off, UCX's rend
 # the status of the sends it completes, as ob1 fills it.
 suite "MPI test rma with osc/pt2pt (Open MPI's one-sided over the PML)" env MPI_TESTS_ONLY=rma \
     test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca osc pt2pt
+# Open MPI's coll/adapt first (bcast and reduce in segments driven by completion
+# callbacks that free their requests): the collectives test's results, and its
+# repeated rounds must not grow the PML's requests.
+suite "MPI test collectives with coll/adapt (requests freed in completion callbacks)" \
+    env MPI_TESTS_ONLY=collectives test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca coll_adapt_priority 100
 suite "MPI test: info assertions, pml_ubermatch_assertions ignore" env MPI_TESTS_ONLY=assertions \
     test/mpi/run-mpi-tests.sh build/test-mpi --mca pml ubermatch --mca pml_ubermatch_assertions ignore
 # The assertions test makes 90 refused calls: each fails, the first 8 of a

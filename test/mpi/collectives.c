@@ -16,6 +16,10 @@
  *    Iallreduce (small and 1 MiB), Igather, Iallgather, Ialltoall, each
  *    waited on its own, and then Ibcast + Iallreduce + Ialltoall + Ibarrier
  *    outstanding together, completed with one MPI_Waitall.
+ * Then ROUNDS of Bcast (256 KiB, root turning) and Reduce on MPI_COMM_WORLD,
+ * over which the PML's requests must not grow: coll/adapt (the test command
+ * runs this test with it first too) frees its segments' requests inside their
+ * completion callbacks, which lost each of them before 2026-11-29.
  * Every result is compared with values computed locally. No MPI_SUM on 8-bit
  * types (a known stock op bug) and no MPI_Comm_idup (known hang).
  * MPI calls: Comm_split, Irecv, Test, Send, Wait, Waitall and the collectives
@@ -208,6 +212,31 @@ static void run_on(MPI_Comm c, const char *cname)
     free(ires);
 }
 
+/* The repeated rounds; returns the requests gained (-1: not under ubermatch). */
+static long long repeated(void)
+{
+    enum { ROUNDS = 200, WORDS = 65536 };
+    int *b = mt_malloc(WORDS * sizeof(int)), provided;
+    MPI_CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
+    const long long before = mt_pml_requests();
+    for (int i = 0; i < ROUNDS; i++) {
+        const int root = i % mt_size;
+        for (int k = 0; k < WORDS; k++) b[k] = mt_rank == root ? i + k : -1;
+        MPI_CHECK(MPI_Bcast(b, WORDS, MPI_INT, root, MPI_COMM_WORLD));
+        for (int k = 0; k < WORDS; k++) CHECK(b[k] == i + k, "round %d: Bcast word %d = %d", i, k, b[k]);
+        int x = mt_rank + i, sum = 0;
+        MPI_CHECK(MPI_Reduce(&x, &sum, 1, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD));
+        if (mt_rank == root) CHECK(sum == mt_size * i + mt_size * (mt_size - 1) / 2, "round %d: Reduce %d", i, sum);
+        checks += 2;
+    }
+    const long long after = mt_pml_requests();
+    MPI_CHECK(MPI_T_finalize());
+    free(b);
+    CHECK(after - before <= 128, "requests grew from %lld to %lld over %d rounds of Bcast and Reduce (lost?)", before,
+          after, ROUNDS);
+    return before < 0 ? -1 : after - before;
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv, "collectives", 2);
@@ -220,10 +249,11 @@ int main(int argc, char **argv)
     snprintf(name, sizeof name, "split communicator (%s ranks, size %d)", mt_rank % 2 ? "odd" : "even", hs);
     run_on(half, name);
     MPI_CHECK(MPI_Comm_free(&half));
+    const long long gained = repeated();
     long total = 0;
     MPI_CHECK(MPI_Reduce(&checks, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
     return mt_finish("%d ranks: %ld collective results checked on MPI_COMM_WORLD and a split communicator (blocking, "
                      "nonblocking, 4 outstanding at once; bcast/allreduce at 1 MiB); wildcard receive untouched by "
-                     "collective traffic",
-                     mt_size, total);
+                     "collective traffic; requests gained over the repeated rounds: %lld (-1: no pvar)",
+                     mt_size, total, gained);
 }
