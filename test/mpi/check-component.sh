@@ -27,7 +27,7 @@ check() { # description, command...
 }
 
 info=$(ompi_info --param pml ubermatch --level 9 2>&1)
-for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit shm_pull shm_stage_max assertions hwloc threading priority max_contextid; do
+for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit shm_pull shm_stage_max shm_pack_stage assertions hwloc threading priority max_contextid; do
     check "ompi_info lists pml_ubermatch_$param" grep -q "parameter \"pml_ubermatch_$param\"" <<<"$info"
 done
 check "ompi_info names the valid backends" grep -qF "Valid values: $backends" <<<"$info"
@@ -103,6 +103,11 @@ for max in 100 67108865; do
     refused_range shm_stage_max $max "0 (never) and 12288 .. 67108864"
 done
 check "shm_stage_max defaults to 8 MiB" grep -q 'parameter "pml_ubermatch_shm_stage_max" (current value: "8388608"' <<<"$info"
+check "shm_pack_stage defaults to measure" grep -q 'parameter "pml_ubermatch_shm_pack_stage" (current value: "measure"' <<<"$info"
+out=$(timeout 60 mpirun -np 2 --mca pml ubermatch --mca pml_ubermatch_shm_pack_stage sometimes "$program" 2>&1)
+rc=$?
+check "shm_pack_stage = sometimes fails start-up" test $rc -ne 0
+check "shm_pack_stage = sometimes names the valid ones" grep -qF "pml_ubermatch_shm_pack_stage = sometimes is not valid; valid values: measure, always, never" <<<"$out"
 # The limit holds: with 100 context ids the 100th MPI_Comm_dup fails (an error,
 # not an abort), and once the communicators are freed a dup works again.
 out=$(timeout 120 mpirun -np 4 --mca pml ubermatch --mca pml_ubermatch_max_contextid 100 -x NEWCOMM_LIMIT=100 \

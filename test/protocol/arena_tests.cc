@@ -343,6 +343,49 @@ TEST_CASE("protocol: small packed sends of rows go through a stage", "[protocol]
     }
 }
 
+// shm_pack_stage: measure (the default) sends rows both ways, whichever
+// packs cheaper most of the time and the other now and then; never packs
+// them straight. Every message arrives whole either way.
+TEST_CASE("protocol: shm_pack_stage measure sends rows both ways, never straight", "[protocol][shm][pull][stage]") {
+    const auto m = pattern(40000, 29);
+    const auto sends = [&](int way, int n) {
+        PullPair p(29, 0, false, way);
+        for (int tag = 1; tag <= n; ++tag) {
+            auto *buffer = static_cast<unsigned char *>(um_proto_send_buffer(p.a, m.size()));
+            REQUIRE(buffer != nullptr);
+            Packing pk(m.data());
+            Op s, r;
+            std::vector<unsigned char> buf(m.size());
+            REQUIRE(send_packing(p, tag, buffer, m.size(), pk, s, true) == UM_PROTO_OK);
+            REQUIRE(p.post(p.cb, 0, tag, buf.data(), buf.size(), r) == UM_PROTO_OK);
+            REQUIRE(p.until([&] { return r.done && s.done; }));
+            CHECK(r.status == UM_PROTO_OK);
+            CHECK((buf == m));
+            um_proto_send_buffer_return(p.a, buffer, m.size());
+        }
+        return std::make_pair(shm_of(p.a).rows_staged, shm_of(p.a).rows_straight);
+    };
+    {
+        INFO("measure: 70 sends, each way taken");
+        const auto [staged, straight] = sends(UM_PROTO_PACK_STAGE_MEASURE, 70);
+        CHECK(staged + straight == 70);
+        CHECK(staged >= 2);
+        CHECK(straight >= 2);
+    }
+    {
+        INFO("never: straight");
+        const auto [staged, straight] = sends(UM_PROTO_PACK_STAGE_NEVER, 5);
+        CHECK(staged == 0);
+        CHECK(straight == 5);
+    }
+    {
+        INFO("always: through the stage");
+        const auto [staged, straight] = sends(UM_PROTO_PACK_STAGE_ALWAYS, 5);
+        CHECK(staged == 5);
+        CHECK(straight == 0);
+    }
+}
+
 namespace {
 
 // b of a Pair runs with thread_multiple and sends packed messages of n bytes

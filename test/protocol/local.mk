@@ -5,7 +5,8 @@ check_PROGRAMS += test/protocol/protocol_tests test/protocol/shm_tests test/prot
 TESTS += test/protocol/protocol_tests test/protocol/shm_tests test/protocol/topology_tests
 test_protocol_protocol_tests_SOURCES = test/protocol/protocol_tests.cc test/protocol/shm_protocol_tests.cc \
 	test/protocol/arena_tests.cc test/protocol/unpack_tests.cc \
-	test/protocol/relaxed_switch_tests.cc test/protocol/staged_tests.cc test/protocol/pair.h
+	test/protocol/relaxed_switch_tests.cc test/protocol/staged_tests.cc test/protocol/stage_choice_tests.cc \
+	test/protocol/pair.h
 test_protocol_protocol_tests_CPPFLAGS = $(UM_PROTOCOL_CPPFLAGS)
 test_protocol_protocol_tests_LDADD = $(UM_PROTOCOL_LIBS)
 test_protocol_shm_tests_SOURCES = test/protocol/shm_tests.cc

@@ -151,8 +151,11 @@ private:
 // pull: messages from 32 KiB go as single-copy pulls once the ring is up.
 // ring_cells: of the rings this core makes (0: the default, 256 KiB).
 // stage_max: shm_stage_max (0: contiguous pulls read by CMA, as before it).
+// pack_stage: shm_pack_stage; the tests take the stage always (what they check
+// of it does not then depend on timing) unless they test the measuring.
 inline um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool threads = false,
-                 int tailq_bins = 0, bool pull = false, uint32_t ring_cells = 0, size_t stage_max = 0) {
+                 int tailq_bins = 0, bool pull = false, uint32_t ring_cells = 0, size_t stage_max = 0,
+                 int pack_stage = UM_PROTO_PACK_STAGE_ALWAYS) {
     um_proto_config_t c{};
     c.tailq = tailq_bins > 0 ? 1 : 0;
     c.tailq_bins = tailq_bins;
@@ -164,6 +167,7 @@ inline um_proto_t *make(unsigned fail_alloc_every = 0, size_t shm = 0, bool thre
     c.shm_pull = pull ? 1 : 0;
     c.shm_ring_cells = ring_cells;
     c.shm_stage_max = stage_max;
+    c.shm_pack_stage = pack_stage;
     um_proto_t *p = nullptr;
     char err[256];
     const int rc = um_proto_create(&c, &kCallbacks, &p, err, sizeof err);
@@ -179,11 +183,13 @@ struct Pair {
     // (b_tailq_bins > 0: and matches in tail queues of that many bins).
     // pull: both send large messages as single-copy pulls once their rings are
     // up, through rings of ring_cells cells (0: the default), contiguous ones
-    // up to stage_max staged through the arena (shm_stage_max).
+    // up to stage_max staged through the arena (shm_stage_max), rows packed
+    // as pack_stage says (shm_pack_stage).
     explicit Pair(unsigned b_fails = 0, size_t shm = 0, bool b_threads = false, int b_tailq_bins = 0,
-                  bool pull = false, uint32_t ring_cells = 0, size_t stage_max = 0)
-        : a(make(0, shm, false, 0, pull, ring_cells, stage_max)),
-          b(make(b_fails, shm, b_threads, b_tailq_bins, pull, ring_cells, stage_max)) {
+                  bool pull = false, uint32_t ring_cells = 0, size_t stage_max = 0,
+                  int pack_stage = UM_PROTO_PACK_STAGE_ALWAYS)
+        : a(make(0, shm, false, 0, pull, ring_cells, stage_max, pack_stage)),
+          b(make(b_fails, shm, b_threads, b_tailq_bins, pull, ring_cells, stage_max, pack_stage)) {
         a_to_b = connect(a, b, shm > 0);
         b_to_a = connect(b, a, shm > 0);
     }
@@ -310,8 +316,9 @@ inline void ring_up_from_b(Pair &p, um_proto_comm_t *ca, um_proto_comm_t *cb) {
 
 // Two cores that pull (pair.h), communicator cid on both, a's ring to b up.
 struct PullPair : Pair {
-    explicit PullPair(uint32_t cid, size_t stage_max = 0, bool b_threads = false)
-        : Pair(0, 1024, b_threads, 0, true, 0, stage_max), ca(comm(a, cid)), cb(comm(b, cid)) {
+    explicit PullPair(uint32_t cid, size_t stage_max = 0, bool b_threads = false,
+                      int pack_stage = UM_PROTO_PACK_STAGE_ALWAYS)
+        : Pair(0, 1024, b_threads, 0, true, 0, stage_max, pack_stage), ca(comm(a, cid)), cb(comm(b, cid)) {
         ring_up(*this, ca, cb);
     }
     um_proto_comm_t *ca;

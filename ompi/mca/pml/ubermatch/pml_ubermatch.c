@@ -154,6 +154,21 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
         return OMPI_ERR_BAD_PARAM;
     }
     config.shm_stage_max = cfg->shm_stage_max;
+    {
+        static const char *const ways[] = {"measure", "always", "never"}; /* UM_PROTO_PACK_STAGE_* */
+        config.shm_pack_stage = -1;
+        for (int i = 0; i < 3; ++i) {
+            if (NULL != cfg->shm_pack_stage && 0 == strcmp(cfg->shm_pack_stage, ways[i])) {
+                config.shm_pack_stage = i;
+            }
+        }
+        if (config.shm_pack_stage < 0) {
+            opal_output(0, "pml_ubermatch: cannot start: pml_ubermatch_shm_pack_stage = %s is not "
+                        "valid; valid values: measure, always, never",
+                        NULL != cfg->shm_pack_stage ? cfg->shm_pack_stage : "");
+            return OMPI_ERR_BAD_PARAM;
+        }
+    }
     config.shm_ring_cells = 0;
     if (cfg->hwloc && cfg->shm_eager_limit > 0) {
         char why[512];
@@ -383,15 +398,17 @@ int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs)
                           "pml_ubermatch_shm_eager_limit %zu); %llu sent and %llu received as "
                           "pulls (%llu sent while packed, %llu of them contiguous data copied into "
                           "shared memory, %llu received from the sender's shared memory; "
-                          "pml_ubermatch_shm_pull %d, shm_stage_max %zu)",
+                          "%llu sent as rows packed through a stage, %llu packed straight; "
+                          "pml_ubermatch_shm_pull %d, shm_stage_max %zu, shm_pack_stage %s)",
                        (unsigned) OMPI_PROC_MY_NAME->vpid, (unsigned long long) c.sent,
                        (unsigned) c.rings_out, (unsigned long long) c.received,
                        (unsigned) c.rings_in, (unsigned long long) (c.ring_bytes_in >> 10),
                        c.eager_limit, mca_pml_ubermatch.config.shm_eager_limit,
                        (unsigned long long) c.pulls_sent, (unsigned long long) c.pulls_read,
                        (unsigned long long) c.pulls_streamed, (unsigned long long) c.pulls_staged,
-                       (unsigned long long) c.pulls_mapped, (int) mca_pml_ubermatch.config.shm_pull,
-                       mca_pml_ubermatch.config.shm_stage_max);
+                       (unsigned long long) c.pulls_mapped, (unsigned long long) c.rows_staged,
+                       (unsigned long long) c.rows_straight, (int) mca_pml_ubermatch.config.shm_pull,
+                       mca_pml_ubermatch.config.shm_stage_max, mca_pml_ubermatch.config.shm_pack_stage);
     }
     um_proto_disconnect(mca_pml_ubermatch.proto, peers, nprocs);
     free(peers);

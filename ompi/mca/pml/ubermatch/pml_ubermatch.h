@@ -50,6 +50,7 @@ typedef struct mca_pml_ubermatch_config {
     char *trace;        /* directory of the matching trace (replay/); empty: off */
     bool trace_direct;  /* the trace written with direct I/O where the file system takes it */
     char *assertions;   /* honour or ignore communicators' info assertions */
+    char *shm_pack_stage; /* "measure", "always" or "never" (um_proto_config_t) */
     char *threading;    /* MPI_THREAD_MULTIPLE matching: "global" (one lock) or "tailq" */
     int tailq_bins;     /* with tailq: bins of each communicator's tail queues, 1 .. 256 */
     unsigned int max_contextid; /* communicators at once (context ids), 64 .. PML_UM_MAX_CONTEXTID */

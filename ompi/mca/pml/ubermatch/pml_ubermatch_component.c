@@ -241,6 +241,20 @@ static int mca_pml_ubermatch_component_register(void)
                         "where memory is short or CMA cheap. 0: never; else 12288 .. 67108864",
                         MCA_BASE_VAR_TYPE_SIZE_T, OPAL_INFO_LVL_4, &cfg->shm_stage_max);
 
+    cfg->shm_pack_stage = "measure";
+    (void) register_var("shm_pack_stage",
+                        "With shm_pull: how a send of a derived datatype whose layout is rows of "
+                        "64 bytes or more (up to 64 KiB packed) packs into shared memory while "
+                        "its receiver unpacks: through a 16 KiB stage in this core's cache, then "
+                        "copied (always), straight (never), or as measured while the job runs "
+                        "(measure: each process times its packing both ways, packs straight "
+                        "while that measures under 9/10 of the stage's cost, and sends 2 of "
+                        "every 64 such messages the other way, to follow a change). "
+                        "Straight took 0.6-0.7x the time on a VM at one speed and 1.05-1.2x at "
+                        "another (docs/message-path.md round 21). Valid values: measure, "
+                        "always, never",
+                        MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &cfg->shm_pack_stage);
+
     cfg->hwloc = true;
     (void) register_var("hwloc",
                         "Size each shared-memory ring from the L2 cache of this process's cores "

@@ -7,6 +7,7 @@ ompi_mca_pml_ubermatch_protocol_libubermatch_protocol_la_SOURCES = \
 	ompi/mca/pml/ubermatch/protocol/wire.h \
 	ompi/mca/pml/ubermatch/protocol/shm.h \
 	ompi/mca/pml/ubermatch/protocol/shm.cc \
+	ompi/mca/pml/ubermatch/protocol/stage_choice.h \
 	ompi/mca/pml/ubermatch/protocol/protocol.h \
 	ompi/mca/pml/ubermatch/protocol/buffer_pool.h \
 	ompi/mca/pml/ubermatch/protocol/message.h \

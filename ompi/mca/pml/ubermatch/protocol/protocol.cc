@@ -26,7 +26,12 @@ Protocol::Protocol(const um_proto_config_t &config, const um_proto_callbacks_t &
       ring_cells_(config.shm_ring_cells != 0 ? config.shm_ring_cells : shm::kDefaultCells),
       shm_limit_(shm::eager_limit(ring_cells_, shm_bound_)),
       shm_pull_(config.shm_pull != 0 && shm_limit_ > 0),
-      stage_max_(shm_pull_ ? config.shm_stage_max : 0) {}
+      stage_max_(shm_pull_ ? config.shm_stage_max : 0), stage_way_(config.shm_pack_stage) {
+    if (stage_way_ < UM_PROTO_PACK_STAGE_MEASURE || stage_way_ > UM_PROTO_PACK_STAGE_NEVER) {
+        throw std::invalid_argument("shm_pack_stage " + std::to_string(stage_way_) +
+                                    " is not valid: 0 (measure), 1 (always), 2 (never)");
+    }
+}
 
 void Protocol::start() {
     // Fail early, with the valid names, on a bad backend or parameter.

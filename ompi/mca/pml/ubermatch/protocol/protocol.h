@@ -23,6 +23,7 @@
 #include "ompi/mca/pml/ubermatch/protocol/buffer_pool.h"
 #include "ompi/mca/pml/ubermatch/protocol/message.h"
 #include "ompi/mca/pml/ubermatch/protocol/shm.h"
+#include "ompi/mca/pml/ubermatch/protocol/stage_choice.h"
 #include "ompi/mca/pml/ubermatch/protocol/um_protocol.h"
 #include "ompi/mca/pml/ubermatch/protocol/wire.h"
 
@@ -662,6 +663,7 @@ private:
     const size_t shm_limit_;    // largest payload through a ring (shm::eager_limit); 0: no rings
     const bool shm_pull_;       // rings carry pulls (um_proto_config_t)
     const size_t stage_max_;    // contiguous pulls up to this size staged (shm_stage_max; 0: none)
+    const int stage_way_;       // streamed rows through pack_stage_ (shm_pack_stage)
     std::atomic<size_t> staged_bytes_{0}; // staged buffers out (kStagedInFlight)
     std::atomic<uint64_t> pulls_out_{0}; // pulls sent, not yet handed back
     std::vector<shm::Sender *> pull_rings_; // the rings reap_pulls polls (owned by their Peer, kept to the end)
@@ -696,6 +698,7 @@ private:
     BufferPool send_buffers_{12, 26, kSendKept};
     std::unique_ptr<unsigned char[]> pack_stage_; // take_stage(), made on first use
     SpinLock stage_lock_;                         // with threads: pack_stage_ taken
+    StageChoice stage_choice_;                    // stream(): rows through pack_stage_ or straight
     // Of inbound_, with more than kPollAllRings (poll_hot_rings; last here, so
     // that the members every message uses keep their places):
     std::vector<shm::Receiver *> hot_;  // polled on every round

@@ -291,7 +291,11 @@ void Protocol::stream(Peer &peer, shm::Sender &ring, SendOp *op, const void *dat
                       const Packer &packer) noexcept {
     auto *dest = static_cast<unsigned char *>(const_cast<void *>(data));
     const size_t each = pack_piece(length, packer.copy);
-    unsigned char *const stage = take_stage(packer, length);
+    // Rows the stage could take go through it or straight, as measured
+    // (stage_choice.h) unless shm_pack_stage says which.
+    const bool measure = stage_way_ == UM_PROTO_PACK_STAGE_MEASURE && packer.rows && length <= kPackStageMax;
+    unsigned char *const stage = !measure || stage_choice_.staged() ? take_stage(packer, length) : nullptr;
+    const uint64_t start = measure ? StageChoice::now() : 0;
     int status = UM_PROTO_OK;
     for (size_t off = 0; off < length; off += each) {
         const size_t piece = std::min(each, length - off);
@@ -300,6 +304,13 @@ void Protocol::stream(Peer &peer, shm::Sender &ring, SendOp *op, const void *dat
             break;
         }
         ring.packed(off + piece);
+    }
+    if (measure && status == UM_PROTO_OK) {
+        stage_choice_.measured(stage != nullptr, StageChoice::now() - start, length);
+    }
+    if (packer.rows && length <= kPackStageMax) {
+        __atomic_fetch_add(stage != nullptr ? &shm_counts_.rows_staged : &shm_counts_.rows_straight, uint64_t{1},
+                           __ATOMIC_RELAXED);
     }
     give_stage(stage);
     if (status == UM_PROTO_OK) {
@@ -357,7 +368,8 @@ bool Packer::pack(unsigned char *dest, size_t off, size_t length, unsigned char 
 }
 
 unsigned char *Protocol::take_stage(const Packer &packer, size_t length) noexcept {
-    if (!packer.rows || length > kPackStageMax || (thread_multiple_ && !stage_lock_.try_lock())) {
+    if (!packer.rows || length > kPackStageMax || stage_way_ == UM_PROTO_PACK_STAGE_NEVER ||
+        (thread_multiple_ && !stage_lock_.try_lock())) {
         return nullptr;
     }
     if (pack_stage_ == nullptr) {

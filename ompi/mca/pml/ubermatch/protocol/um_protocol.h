@@ -100,7 +100,14 @@ typedef struct um_proto_config {
      * piece while the receiver copies out, instead of read by CMA from the
      * sender's buffer; 0: never. */
     size_t shm_stage_max;
+    /* With shm_pull: how a send streaming rows (of up to 64 KiB) into shared
+     * memory packs them: UM_PROTO_PACK_STAGE_MEASURE (0: through a stage in
+     * this core's cache or straight, whichever measures cheaper as the job
+     * runs), _ALWAYS (through the stage) or _NEVER (straight). */
+    int shm_pack_stage;
 } um_proto_config_t;
+
+enum { UM_PROTO_PACK_STAGE_MEASURE = 0, UM_PROTO_PACK_STAGE_ALWAYS = 1, UM_PROTO_PACK_STAGE_NEVER = 2 };
 
 /* hwloc's choice of shm_ring_cells for a process with local_procs processes of
  * its job on its node (itself included), and why, in one line. */
@@ -217,6 +224,7 @@ typedef struct um_proto_shm_count {
     uint64_t pulls_mapped; /* of those, read from the sender's arena mapped here (no CMA) */
     uint64_t pulls_streamed; /* pulls sent whose record went before their data was packed */
     uint64_t pulls_staged; /* contiguous sends copied into the arena to be pulled (shm_stage_max) */
+    uint64_t rows_staged, rows_straight; /* streamed rows packed through the stage / straight (shm_pack_stage) */
     uint32_t rings_cold; /* of rings_in, those idle long enough to be polled only in turn */
 } um_proto_shm_counts_t;
 void um_proto_shm_stats(um_proto_t *proto, um_proto_shm_counts_t *counts);
