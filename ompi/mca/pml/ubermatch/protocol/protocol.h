@@ -612,9 +612,13 @@ private:
     SpinLock *pool_lock() { return thread_multiple_ ? &pool_lock_ : nullptr; }
     // Packer::pack's stage for a message of length bytes, given back by
     // give_stage; or null, and packing goes straight to the buffer: a large
-    // message, a packer that says a stage is not worth it, no memory, or with
-    // threads another thread packing through it.
+    // message, a packer that says a stage is not worth it, shm_pack_stage
+    // never, no memory, or with threads another thread packing through it.
     unsigned char *take_stage(const Packer &packer, size_t length) noexcept;
+    // A packing the stage can take: rows, kPackStageMax bytes at most.
+    static bool stageable(const Packer &packer, size_t length) noexcept {
+        return packer.rows && length <= kPackStageMax;
+    }
     void give_stage(unsigned char *stage) noexcept;
     // All of a send's data packed into its buffer before anything goes.
     bool pack_all(const Packer &packer, const void *data, size_t length) noexcept;
