@@ -398,7 +398,8 @@ int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs)
                           "pml_ubermatch_shm_eager_limit %zu); %llu sent and %llu received as "
                           "pulls (%llu sent while packed, %llu of them contiguous data copied into "
                           "shared memory, %llu received from the sender's shared memory; "
-                          "%llu sent as rows packed through a stage, %llu packed straight; "
+                          "%llu sent as rows packed through a stage, %llu packed straight (measured "
+                          "%llu and %llu clock ticks a KiB); "
                           "pml_ubermatch_shm_pull %d, shm_stage_max %zu, shm_pack_stage %s)",
                        (unsigned) OMPI_PROC_MY_NAME->vpid, (unsigned long long) c.sent,
                        (unsigned) c.rings_out, (unsigned long long) c.received,
@@ -407,7 +408,8 @@ int mca_pml_ubermatch_del_procs(struct ompi_proc_t **procs, size_t nprocs)
                        (unsigned long long) c.pulls_sent, (unsigned long long) c.pulls_read,
                        (unsigned long long) c.pulls_streamed, (unsigned long long) c.pulls_staged,
                        (unsigned long long) c.pulls_mapped, (unsigned long long) c.rows_staged,
-                       (unsigned long long) c.rows_straight, (int) mca_pml_ubermatch.config.shm_pull,
+                       (unsigned long long) c.rows_straight, (unsigned long long) c.rows_cost_staged,
+                       (unsigned long long) c.rows_cost_straight, (int) mca_pml_ubermatch.config.shm_pull,
                        mca_pml_ubermatch.config.shm_stage_max, mca_pml_ubermatch.config.shm_pack_stage);
     }
     um_proto_disconnect(mca_pml_ubermatch.proto, peers, nprocs);

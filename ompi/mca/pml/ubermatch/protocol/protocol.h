@@ -366,6 +366,8 @@ public:
         um_proto_shm_counts_t c = shm_counts_;
         c.eager_limit = shm_limit_;
         c.rings_cold = static_cast<uint32_t>(cold_.size());
+        c.rows_cost_staged = stage_choice_.cost(true);
+        c.rows_cost_straight = stage_choice_.cost(false);
         return c;
     }
     um_proto_faults_t faults();

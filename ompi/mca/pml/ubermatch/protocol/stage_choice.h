@@ -62,6 +62,10 @@ public:
         const uint64_t d = straight_cost_.load(std::memory_order_relaxed);
         return s == 0 || (d != 0 && d * 10 > s * kStraightBelow);
     }
+    // A way's cost as measured (ticks per KiB; 0: not measured).
+    uint64_t cost(bool staged) const noexcept {
+        return (staged ? staged_cost_ : straight_cost_).load(std::memory_order_relaxed);
+    }
     // A cheap clock: the TSC on x86 (only differences on one process's
     // sends are compared), else nanoseconds.
     static uint64_t now() noexcept {

@@ -225,6 +225,7 @@ typedef struct um_proto_shm_count {
     uint64_t pulls_streamed; /* pulls sent whose record went before their data was packed */
     uint64_t pulls_staged; /* contiguous sends copied into the arena to be pulled (shm_stage_max) */
     uint64_t rows_staged, rows_straight; /* streamed rows packed through the stage / straight (shm_pack_stage) */
+    uint64_t rows_cost_staged, rows_cost_straight; /* measure: each way's last cost, clock ticks per KiB (0: none) */
     uint32_t rings_cold; /* of rings_in, those idle long enough to be polled only in turn */
 } um_proto_shm_counts_t;
 void um_proto_shm_stats(um_proto_t *proto, um_proto_shm_counts_t *counts);
