@@ -56,6 +56,15 @@ TEST_CASE("stage choice: the cheaper way (straight by a tenth), the other for 2 
         CHECK(c.cheaper_staged());
     }
     {
+        INFO("one send of the chosen way 40 times as slow (preempted): the choice holds");
+        StageChoice c;
+        run(c, 640, 100, 60);
+        REQUIRE(!c.cheaper_staged());
+        c.measured(false, 60 * 40 * 32, 32768);
+        CHECK(!c.cheaper_staged());
+        CHECK(run(c, 640, 100, 60) == kTrialsIn640);
+    }
+    {
         INFO("nothing measured yet: the first sends try both ways");
         StageChoice c;
         bool seen[2] = {false, false};

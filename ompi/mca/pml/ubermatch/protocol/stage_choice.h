@@ -13,6 +13,7 @@
 #ifndef UBERMATCH_PROTOCOL_STAGE_CHOICE_H
 #define UBERMATCH_PROTOCOL_STAGE_CHOICE_H
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -49,9 +50,16 @@ public:
             return;
         }
         // Ticks per KiB, averaged over about the last eight of this way.
-        const uint64_t cost = ticks * 1024 / bytes + 1; // 0 is "not measured"
+        uint64_t cost = ticks * 1024 / bytes + 1; // 0 is "not measured"
         std::atomic<uint64_t> &avg = staged ? staged_cost_ : straight_cost_;
         const uint64_t old = avg.load(std::memory_order_relaxed);
+        // A sample counts at most twice or half the average: packing straight
+        // now and then took 20-60 times its usual time (the thread preempted,
+        // a page first touched), and one such sample flipped the choice for
+        // a few hundred sends; a real change still moves it 1.125x a send.
+        if (old != 0) {
+            cost = std::min(std::max(cost, old / 2), 2 * old);
+        }
         avg.store(old == 0 ? cost : old - old / 8 + cost / 8, std::memory_order_relaxed);
     }
     // Whether to take the stage: unless straight measures at most kStraightBelow
