@@ -22,6 +22,13 @@
  *     persistent requests (never started, and used) sets MPI_REQUEST_NULL,
  *     and a freed Recv_init(ANY_SOURCE, ANY_TAG) must not swallow a later
  *     message.
+ *  9. Freed while active: 200 times the receiver Starts a Recv_init, frees it
+ *     and only then lets the sender Start its Send_init (64 B, every 2nd time
+ *     64 KiB, a pull its receiver hands back later; each in a buffer of its
+ *     own) and free it; a plain message on the same tag follows (the
+ *     receiver's Recv of it can only match once the freed receive has). The
+ *     PML's requests (pvar pml_ubermatch_requests) must come back: at most 128
+ *     more (a freed active request never released: 200 more at the receiver).
  * MPI calls: Send_init, Recv_init, Ssend_init, Bsend_init, Rsend_init, Start,
  * Startall, Wait, Waitall, Test, Request_free, Buffer_attach/detach.
  */
@@ -264,6 +271,48 @@ static void inactive(void)
     }
 }
 
+static void freed_active(int iters)
+{
+    enum { SMALL = 64, LARGE = 64 << 10, EVERY = 2 };
+    const int larges = (iters + EVERY - 1) / EVERY;
+    unsigned char *large = mt_malloc((size_t)larges * LARGE), *small = mt_malloc((size_t)iters * SMALL);
+    int provided, token = 0;
+    mt_fill(large, (size_t)larges * LARGE, 9);
+    mt_fill(small, (size_t)iters * SMALL, 10);
+    MPI_CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
+    const long long before = mt_pml_requests();
+    for (int it = 0; it < iters; it++) {
+        const int big = it % EVERY == 0;
+        void *buf = big ? large + (size_t)(it / EVERY) * LARGE : small + (size_t)it * SMALL;
+        const int n = big ? LARGE : SMALL;
+        MPI_Request req;
+        if (mt_rank % 2 == 0) {
+            MPI_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, peer, 902, ctl, MPI_STATUS_IGNORE)); /* its receive is out */
+            MPI_CHECK(MPI_Send_init(buf, n, MPI_BYTE, peer, 900, MPI_COMM_WORLD, &req));
+            MPI_CHECK(MPI_Start(&req));
+            MPI_CHECK(MPI_Request_free(&req));
+            MPI_CHECK(MPI_Send(&it, 1, MPI_INT, peer, 900, MPI_COMM_WORLD));
+        } else {
+            MPI_CHECK(MPI_Recv_init(buf, n, MPI_BYTE, peer, 900, MPI_COMM_WORLD, &req));
+            MPI_CHECK(MPI_Start(&req));
+            MPI_CHECK(MPI_Request_free(&req));
+            CHECK(req == MPI_REQUEST_NULL, "MPI_Request_free of an active Recv_init did not set MPI_REQUEST_NULL");
+            MPI_CHECK(MPI_Send(NULL, 0, MPI_BYTE, peer, 902, ctl));
+            MPI_CHECK(MPI_Recv(&token, 1, MPI_INT, peer, 900, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(token == it, "after freeing an active Recv_init: the next message said %d, want %d", token, it);
+            checked++;
+        }
+    }
+    int theirs = -1; /* both sides done before the count */
+    MPI_CHECK(MPI_Sendrecv(&token, 1, MPI_INT, peer, 901, &theirs, 1, MPI_INT, peer, 901, ctl, MPI_STATUS_IGNORE));
+    const long long after = mt_pml_requests();
+    MPI_CHECK(MPI_T_finalize());
+    CHECK(after - before <= 128, "requests grew from %lld to %lld over %d requests freed while active (lost?)", before,
+          after, iters);
+    free(large);
+    free(small);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv, "persistent", 2);
@@ -283,11 +332,13 @@ int main(int argc, char **argv)
         mixed(100);
         wildcard(200);
         inactive();
+        freed_active(200);
     }
     MPI_CHECK(MPI_Comm_free(&ctl));
     long total = 0;
     MPI_CHECK(MPI_Reduce(&checked, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
     return mt_finish("%ld receives verified: Send_init, Startall exchange, Ssend_init, Bsend_init, Rsend_init, mixed "
-                     "Startall, wildcard Recv_init; Wait/Test/Request_free on inactive requests",
+                     "Startall, wildcard Recv_init; Wait/Test/Request_free on inactive requests; requests freed while active "
+                     "come back",
                      total);
 }
