@@ -88,6 +88,23 @@ static void warn_relaxed_backend(const char *backend)
     }
 }
 
+/* The index of pml_ubermatch_<param>'s value among its n valid names; -1,
+ * having said why and named them all, when it is none of them. */
+static int choice_of(const char *param, const char *value, const char *const names[], int n)
+{
+    char valid[128] = "";
+    for (int i = 0; i < n; ++i) {
+        if (NULL != value && 0 == strcmp(value, names[i])) {
+            return i;
+        }
+        snprintf(valid + strlen(valid), sizeof(valid) - strlen(valid), "%s%s", 0 == i ? "" : ", ",
+                 names[i]);
+    }
+    opal_output(0, "pml_ubermatch: cannot start: pml_ubermatch_%s = %s is not valid; valid values: %s",
+                param, NULL != value ? value : "", valid);
+    return -1;
+}
+
 int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
 {
     mca_pml_ubermatch_config_t *cfg = &mca_pml_ubermatch.config;
@@ -113,14 +130,12 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
                                         : (int64_t) cfg->timer_cutoff_ns;
     config.thread_multiple = enable_mpi_threads;
     /* Checked whatever the thread level, so that a typo never passes unseen. */
-    if (NULL != cfg->threading && 0 == strcmp(cfg->threading, "tailq")) {
-        config.tailq = 1;
-    } else if (NULL != cfg->threading && 0 == strcmp(cfg->threading, "global")) {
-        config.tailq = 0;
-    } else {
-        opal_output(0, "pml_ubermatch: cannot start: pml_ubermatch_threading = %s is not valid; "
-                    "valid values: global, tailq", NULL != cfg->threading ? cfg->threading : "");
-        return OMPI_ERR_BAD_PARAM;
+    {
+        static const char *const threadings[] = {"global", "tailq"}; /* config.tailq 0, 1 */
+        config.tailq = choice_of("threading", cfg->threading, threadings, 2);
+        if (config.tailq < 0) {
+            return OMPI_ERR_BAD_PARAM;
+        }
     }
     /* Range-checked here and by the protocol core (which also takes 0 as 1). */
     if (cfg->tailq_bins < 1 || cfg->tailq_bins > 256) {
@@ -156,16 +171,8 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     config.shm_stage_max = cfg->shm_stage_max;
     {
         static const char *const ways[] = {"measure", "always", "never"}; /* UM_PROTO_PACK_STAGE_* */
-        config.shm_pack_stage = -1;
-        for (int i = 0; i < 3; ++i) {
-            if (NULL != cfg->shm_pack_stage && 0 == strcmp(cfg->shm_pack_stage, ways[i])) {
-                config.shm_pack_stage = i;
-            }
-        }
+        config.shm_pack_stage = choice_of("shm_pack_stage", cfg->shm_pack_stage, ways, 3);
         if (config.shm_pack_stage < 0) {
-            opal_output(0, "pml_ubermatch: cannot start: pml_ubermatch_shm_pack_stage = %s is not "
-                        "valid; valid values: measure, always, never",
-                        NULL != cfg->shm_pack_stage ? cfg->shm_pack_stage : "");
             return OMPI_ERR_BAD_PARAM;
         }
     }

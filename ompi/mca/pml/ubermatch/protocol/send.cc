@@ -293,7 +293,8 @@ void Protocol::stream(Peer &peer, shm::Sender &ring, SendOp *op, const void *dat
     const size_t each = pack_piece(length, packer.copy);
     // Rows the stage could take go through it or straight, as measured
     // (stage_choice.h) unless shm_pack_stage says which.
-    const bool measure = stage_way_ == UM_PROTO_PACK_STAGE_MEASURE && stageable(packer, length);
+    const bool rows = stageable(packer, length);
+    const bool measure = rows && stage_way_ == UM_PROTO_PACK_STAGE_MEASURE;
     unsigned char *const stage = !measure || stage_choice_.staged() ? take_stage(packer, length) : nullptr;
     const uint64_t start = measure ? StageChoice::now() : 0;
     int status = UM_PROTO_OK;
@@ -308,7 +309,7 @@ void Protocol::stream(Peer &peer, shm::Sender &ring, SendOp *op, const void *dat
     if (measure && status == UM_PROTO_OK) {
         stage_choice_.measured(stage != nullptr, StageChoice::now() - start, length);
     }
-    if (stageable(packer, length)) {
+    if (rows) {
         __atomic_fetch_add(stage != nullptr ? &shm_counts_.rows_staged : &shm_counts_.rows_straight, uint64_t{1},
                            __ATOMIC_RELAXED);
     }
