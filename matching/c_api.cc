@@ -73,6 +73,16 @@ int um_engine_arrive(um_engine_t *engine, int32_t source, int32_t tag, const um_
     return engine->impl->arrive(source, tag, hint_or_default(hint), message, out);
 }
 
+int um_engine_post_recv_batch(um_engine_t *engine, const um_elem_t *elems, size_t n, const um_hint_t *hint,
+                              um_match_t *out, size_t *done) {
+    return engine->impl->post_recv_batch(elems, n, hint_or_default(hint), out, done);
+}
+
+int um_engine_arrive_batch(um_engine_t *engine, const um_elem_t *elems, size_t n, const um_hint_t *hint,
+                           um_match_t *out, size_t *done) {
+    return engine->impl->arrive_batch(elems, n, hint_or_default(hint), out, done);
+}
+
 int um_engine_probe(um_engine_t *engine, int32_t source, int32_t tag, const um_hint_t *hint,
                     um_match_t *out) {
     return engine->impl->probe(source, tag, hint_or_default(hint), out);

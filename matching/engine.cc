@@ -30,6 +30,38 @@ int Engine::arrive_traced(int32_t source, int32_t tag, const um_hint_t &hint, vo
     return arrive_as<true>(source, tag, hint, message, out);
 }
 
+template <bool kPost>
+int Engine::batch(const um_elem_t *elems, size_t n, const um_hint_t &hint, um_match_t *out, size_t *done) {
+    size_t ran = 0;
+    int rc = UM_OK;
+    if (trace_ != nullptr || timers_.on()) {
+        for (; ran < n; ++ran) {
+            const um_elem_t &e = elems[ran];
+            rc = kPost ? post_recv(e.source, e.tag, hint, e.handle, &out[ran])
+                       : arrive(e.source, e.tag, hint, e.handle, &out[ran]);
+            if (rc != UM_OK) {
+                break;
+            }
+        }
+    } else {
+        ran = kPost ? do_post_recv_batch(elems, n, hint, out, &rc) : do_arrive_batch(elems, n, hint, out, &rc);
+    }
+    if (done != nullptr) {
+        *done = ran;
+    }
+    return ran == n ? UM_OK : rc;
+}
+
+int Engine::post_recv_batch(const um_elem_t *elems, size_t n, const um_hint_t &hint, um_match_t *out,
+                            size_t *done) {
+    return batch<true>(elems, n, hint, out, done);
+}
+
+int Engine::arrive_batch(const um_elem_t *elems, size_t n, const um_hint_t &hint, um_match_t *out,
+                         size_t *done) {
+    return batch<false>(elems, n, hint, out, done);
+}
+
 int Engine::probe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out) {
     if (!valid_source(source, true)) {
         return UM_ERR_SOURCE;

@@ -144,6 +144,16 @@ public:
                   um_match_t *out);
     int arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message,
                um_match_t *out);
+    // n receives posted (messages arrived) in order, as n post_recv (arrive)
+    // calls with one hint would: out[i] is element i's result. *done (unless
+    // nullptr): how many were done; an error stops the batch at its element,
+    // whose status is returned (those before it stay done). A recorded or
+    // timed engine makes one call per element (its records and timings are
+    // per call).
+    int post_recv_batch(const um_elem_t *elems, size_t n, const um_hint_t &hint, um_match_t *out,
+                        size_t *done);
+    int arrive_batch(const um_elem_t *elems, size_t n, const um_hint_t &hint, um_match_t *out,
+                     size_t *done);
     int probe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out);
     int mprobe(int32_t source, int32_t tag, const um_hint_t &hint, um_match_t *out);
     // *removed: the receive was queued and is now removed (false: already matched).
@@ -180,6 +190,63 @@ protected:
     // Search the unexpected queue, removing the element found when `remove`.
     virtual Found do_probe(int32_t source, int32_t tag, const um_hint_t &hint, bool remove) = 0;
     virtual bool do_cancel(int32_t source, int32_t tag, void *request) = 0;
+    // The batches' searches: elements [0, n) in order, each checked and then
+    // searched as its do_* call would; out[i] its result. Returns how many
+    // were done; an error or a refusal stops the batch at its element, its
+    // status in *status. Default: one virtual call per element; a backend
+    // whose search is short overrides them with each() over its own search,
+    // which then inlines into one loop.
+    virtual size_t do_post_recv_batch(const um_elem_t *elems, size_t n, const um_hint_t &hint,
+                                      um_match_t *out, int *status) {
+        return each<true>(elems, n, hint, out, status,
+                          [&](const um_elem_t &e) { return do_post_recv(e.source, e.tag, hint, e.handle); });
+    }
+    virtual size_t do_arrive_batch(const um_elem_t *elems, size_t n, const um_hint_t &hint,
+                                   um_match_t *out, int *status) {
+        return each<false>(elems, n, hint, out, status,
+                           [&](const um_elem_t &e) { return do_arrive(e.source, e.tag, hint, e.handle); });
+    }
+    // One loop over a batch of receives (kPost) or messages: each element
+    // checked, searched (search(e): a Found) and counted as posted() or
+    // arrived() would, the counts kept in registers and stored once.
+    template <bool kPost, class F>
+    size_t each(const um_elem_t *elems, size_t n, const um_hint_t &hint, um_match_t *__restrict out, int *status,
+                F &&search) {
+        um_class_stats_t &c = class_of(hint);
+        uint64_t &len = kPost ? stats_.posted_len : stats_.unexpected_len;
+        uint64_t &high = kPost ? stats_.posted_max : stats_.unexpected_max;
+        uint64_t matches = 0, inspected = 0, deepest = c.max_inspected, queued = len, highest = high;
+        size_t i = 0;
+        for (; i < n; ++i) {
+            const um_elem_t &e = elems[i];
+            int rc = kPost ? post_check(e.source, e.handle) : arrive_check(e.source, e.tag, e.handle);
+            Found f;
+            if (__builtin_expect(rc == UM_OK, 1)) {
+                f = search(e);
+                rc = f.status;
+            }
+            if (__builtin_expect(rc != UM_OK, 0)) {
+                *status = rc;
+                break;
+            }
+            inspected += f.inspected;
+            deepest = std::max<uint64_t>(deepest, f.inspected);
+            if (f.handle != nullptr) {
+                ++matches;
+            } else {
+                highest = std::max(highest, ++queued);
+            }
+            out[i] = {f.handle, f.inspected};
+        }
+        c.searches += i;
+        c.matches += matches;
+        c.inspected += inspected;
+        c.max_inspected = deepest;
+        len = queued;
+        high = highest;
+        (kPost ? stats_.unexpected_len : stats_.posted_len) -= matches; // each match took one of the other queue's
+        return i;
+    }
     // Calls f(is_posted, element) for every queued element, in any order.
     using Visitor = std::function<void(bool posted, const QueuedElement &e)>;
     virtual void visit(const Visitor &f) const = 0;
@@ -206,6 +273,41 @@ private:
         return hint.coll == UM_COLL_NONE ? stats_.p2p : stats_.coll;
     }
     static inline void account(um_class_stats_t &c, const Found &f);
+    // The arguments' checks and the statistics of one receive posted (message
+    // arrived), shared by the single calls and the batches.
+    int post_check(int32_t source, const void *request) const {
+        if (__builtin_expect(!valid_source(source, true), 0)) {
+            return UM_ERR_SOURCE;
+        }
+        return __builtin_expect(request == nullptr, 0) ? UM_ERR_ARG : UM_OK;
+    }
+    int arrive_check(int32_t source, int32_t tag, const void *message) const {
+        if (!valid_source(source, false)) {
+            return UM_ERR_SOURCE;
+        }
+        if (tag == UM_ANY_TAG) {
+            return UM_ERR_TAG;
+        }
+        return message == nullptr ? UM_ERR_ARG : UM_OK;
+    }
+    void posted(um_class_stats_t &c, const Found &f) {
+        account(c, f);
+        if (f.handle != nullptr) {
+            --stats_.unexpected_len;
+        } else {
+            stats_.posted_max = std::max(stats_.posted_max, ++stats_.posted_len);
+        }
+    }
+    void arrived(um_class_stats_t &c, const Found &f) {
+        account(c, f);
+        if (f.handle != nullptr) {
+            --stats_.posted_len;
+        } else {
+            stats_.unexpected_max = std::max(stats_.unexpected_max, ++stats_.unexpected_len);
+        }
+    }
+    template <bool kPost>
+    int batch(const um_elem_t *elems, size_t n, const um_hint_t &hint, um_match_t *out, size_t *done);
     // post_recv and arrive, recording (kTraced) or not. The trace is tested
     // once, before the search; a recorded call goes out of line to its own
     // copy (*_traced, engine.cc; the append inline there). Tested after the
@@ -320,11 +422,9 @@ inline int Engine::arrive(int32_t source, int32_t tag, const um_hint_t &hint, vo
 template <bool kTraced>
 inline int Engine::post_recv_as(int32_t source, int32_t tag, const um_hint_t &hint, void *request,
                       um_match_t *out) {
-    if (__builtin_expect(!valid_source(source, true), 0)) {
-        return UM_ERR_SOURCE;
-    }
-    if (__builtin_expect(request == nullptr, 0)) {
-        return UM_ERR_ARG;
+    const int rc = post_check(source, request);
+    if (__builtin_expect(rc != UM_OK, 0)) {
+        return rc;
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, false, [&] { return do_post_recv(source, tag, hint, request); });
@@ -334,12 +434,7 @@ inline int Engine::post_recv_as(int32_t source, int32_t tag, const um_hint_t &hi
     if (__builtin_expect(f.status != UM_OK, 0)) {
         return f.status; // refused (a relaxed backend's assertion): nothing queued, nothing counted
     }
-    account(c, f);
-    if (f.handle != nullptr) {
-        --stats_.unexpected_len;
-    } else {
-        stats_.posted_max = std::max(stats_.posted_max, ++stats_.posted_len);
-    }
+    posted(c, f);
     *out = {f.handle, f.inspected};
     return UM_OK;
 }
@@ -347,14 +442,9 @@ inline int Engine::post_recv_as(int32_t source, int32_t tag, const um_hint_t &hi
 template <bool kTraced>
 inline int Engine::arrive_as(int32_t source, int32_t tag, const um_hint_t &hint, void *message,
                    um_match_t *out) {
-    if (!valid_source(source, false)) {
-        return UM_ERR_SOURCE;
-    }
-    if (tag == UM_ANY_TAG) {
-        return UM_ERR_TAG;
-    }
-    if (message == nullptr) {
-        return UM_ERR_ARG;
+    const int rc = arrive_check(source, tag, message);
+    if (rc != UM_OK) {
+        return rc;
     }
     um_class_stats_t &c = class_of(hint);
     const Found f = timed_search(c, true, [&] { return do_arrive(source, tag, hint, message); });
@@ -364,12 +454,7 @@ inline int Engine::arrive_as(int32_t source, int32_t tag, const um_hint_t &hint,
     if (__builtin_expect(f.status != UM_OK, 0)) {
         return f.status;
     }
-    account(c, f);
-    if (f.handle != nullptr) {
-        --stats_.posted_len;
-    } else {
-        stats_.unexpected_max = std::max(stats_.unexpected_max, ++stats_.unexpected_len);
-    }
+    arrived(c, f);
     *out = {f.handle, f.inspected};
     return UM_OK;
 }

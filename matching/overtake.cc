@@ -104,28 +104,55 @@ Found OvertakeEngine<Table>::match(uint64_t want, uint64_t put, void *handle, bo
 }
 
 template <class Table>
-Found OvertakeEngine<Table>::do_post_recv(int32_t source, int32_t tag, const um_hint_t &,
-                                          void *request) {
+Found OvertakeEngine<Table>::post_any_tag(int32_t source, void *request) {
+    uint32_t inspected = 0;
+    if (Slot *s = message_of(source, inspected)) {
+        return {take(s), inspected};
+    }
+    any_tag_recvs_[static_cast<size_t>(source)].push_back(pool_.get(source, UM_ANY_TAG, request, 0));
+    return {nullptr, inspected};
+}
+
+template <class Table>
+Found OvertakeEngine<Table>::post_one(int32_t source, int32_t tag, void *request) {
     if (source == UM_ANY_SOURCE || (tag == UM_ANY_TAG && !any_tag_)) {
         return kRefused;
     }
     if (tag == UM_ANY_TAG) {
-        uint32_t inspected = 0;
-        if (Slot *s = message_of(source, inspected)) {
-            return {take(s), inspected};
-        }
-        any_tag_recvs_[static_cast<size_t>(source)].push_back(pool_.get(source, tag, request, 0));
-        return {nullptr, inspected};
+        return post_any_tag(source, request);
     }
     const uint64_t k = pack_key(source, tag);
     return match(k | kMessage, k, request, true);
 }
 
 template <class Table>
-Found OvertakeEngine<Table>::do_arrive(int32_t source, int32_t tag, const um_hint_t &,
-                                       void *message) {
+Found OvertakeEngine<Table>::arrive_one(int32_t source, int32_t tag, void *message) {
     const uint64_t k = pack_key(source, tag);
     return match(k, k | kMessage, message, !no_unexpected_);
+}
+
+template <class Table>
+Found OvertakeEngine<Table>::do_post_recv(int32_t source, int32_t tag, const um_hint_t &, void *request) {
+    return post_one(source, tag, request);
+}
+
+template <class Table>
+Found OvertakeEngine<Table>::do_arrive(int32_t source, int32_t tag, const um_hint_t &, void *message) {
+    return arrive_one(source, tag, message);
+}
+
+template <class Table>
+size_t OvertakeEngine<Table>::do_post_recv_batch(const um_elem_t *elems, size_t n, const um_hint_t &hint,
+                                                 um_match_t *out, int *status) {
+    return each<true>(elems, n, hint, out, status,
+                      [&](const um_elem_t &e) { return post_one(e.source, e.tag, e.handle); });
+}
+
+template <class Table>
+size_t OvertakeEngine<Table>::do_arrive_batch(const um_elem_t *elems, size_t n, const um_hint_t &hint,
+                                              um_match_t *out, int *status) {
+    return each<false>(elems, n, hint, out, status,
+                       [&](const um_elem_t &e) { return arrive_one(e.source, e.tag, e.handle); });
 }
 
 template <class Table>

@@ -45,6 +45,11 @@ protected:
     Found do_arrive(int32_t source, int32_t tag, const um_hint_t &hint, void *message) override;
     Found do_probe(int32_t source, int32_t tag, const um_hint_t &hint, bool remove) override;
     bool do_cancel(int32_t source, int32_t tag, void *request) override;
+    // A batch in one loop: the search inline, no virtual call per element.
+    size_t do_post_recv_batch(const um_elem_t *elems, size_t n, const um_hint_t &hint, um_match_t *out,
+                              int *status) override;
+    size_t do_arrive_batch(const um_elem_t *elems, size_t n, const um_hint_t &hint, um_match_t *out,
+                           int *status) override;
     void visit(const Visitor &f) const override;
     uint64_t queues_allocated() const override { return 1 + any_tag_recvs_.size(); }
     uint64_t bytes_used() const override;
@@ -55,6 +60,11 @@ private:
     // match() and take() are forced inline into the do_* calls: GCC kept them
     // as calls, and their frames cost 1-1.5 ns of a 16-19 ns random-key match.
     [[gnu::always_inline]] inline Found match(uint64_t want, uint64_t put, void *handle, bool queue);
+    // do_post_recv and do_arrive, inline into them and into the batch loops
+    // (an ANY_TAG receive out of line: the rare case).
+    [[gnu::always_inline]] inline Found post_one(int32_t source, int32_t tag, void *request);
+    [[gnu::always_inline]] inline Found arrive_one(int32_t source, int32_t tag, void *message);
+    Found post_any_tag(int32_t source, void *request);
     // The element take() would remove next.
     static void *top(const overtake::Slot &s) { return s.handle; }
     [[gnu::always_inline]] inline void *take(overtake::Slot *s);

@@ -78,6 +78,14 @@ typedef struct um_match {
     uint32_t inspected; /* queue elements compared (search depth) */
 } um_match_t;
 
+/* One element of a batch (um_engine_post_recv_batch, um_engine_arrive_batch):
+ * a receive or a message, as the single calls take it. */
+typedef struct um_elem {
+    void *handle;
+    int32_t source;
+    int32_t tag;
+} um_elem_t;
+
 /* Counters of one class of traffic (point-to-point or collective). */
 typedef struct um_class_stats {
     uint64_t searches;      /* post_recv, arrive, probe and mprobe calls */
@@ -186,6 +194,16 @@ int um_engine_post_recv(um_engine_t *engine, int32_t source, int32_t tag,
  * matching receive (removed), or queues the message as unexpected. */
 int um_engine_arrive(um_engine_t *engine, int32_t source, int32_t tag,
                      const um_hint_t *hint, void *message, um_match_t *out);
+/* n receives posted (messages arrived) in order, as n calls of
+ * um_engine_post_recv (um_engine_arrive) with one hint would: out[i] is
+ * element i's result. *done (unless NULL) says how many were done: an error
+ * stops the batch at its element, whose status is returned; those before it
+ * stay done, it and those after are not. The overtaking backends run a batch
+ * in one loop, without the per-call checks and dispatch. */
+int um_engine_post_recv_batch(um_engine_t *engine, const um_elem_t *elems, size_t n,
+                              const um_hint_t *hint, um_match_t *out, size_t *done);
+int um_engine_arrive_batch(um_engine_t *engine, const um_elem_t *elems, size_t n,
+                           const um_hint_t *hint, um_match_t *out, size_t *done);
 /* Finds the message a receive would take, without removing it. */
 int um_engine_probe(um_engine_t *engine, int32_t source, int32_t tag,
                     const um_hint_t *hint, um_match_t *out);

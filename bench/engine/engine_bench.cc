@@ -6,9 +6,10 @@
 // post_recv/...: the same with the unexpected queue and a receive.
 // sources: 1 = every element from source 0 (tags differ); 1024 = elements
 // spread round-robin over 1024 sources.
-// random/<backend>/shape/depth (issue 14): see BM_random.
+// random/<backend>/shape/depth (issue 14): see BM_random; batch/...: BM_random_batch.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 
 #include <stdexcept>
@@ -136,55 +137,110 @@ void BM_post_recv(benchmark::State &state, const Variant &v) {
 // message (a receive) for one of them, chosen at random, takes it and an
 // element with a fresh random key takes its place: one match, so items/s is
 // matches/s. The keys come from tables made before timing.
-void BM_random(benchmark::State &state, const Variant &v) {
-    constexpr size_t kKeys = size_t{1} << 16;
-    const bool unexpected = state.range(0) != 0;
-    const auto depth = static_cast<uint32_t>(state.range(1));
-    struct Key {
-        int32_t source;
-        int32_t tag;
-    };
-    std::mt19937 rng(14);
-    std::vector<Key> fresh(kKeys);
-    std::vector<uint32_t> pick(kKeys);
-    for (size_t i = 0; i < kKeys; ++i) {
-        fresh[i] = {static_cast<int32_t>(rng() % kCommSize), static_cast<int32_t>(rng() % 65536)};
-        pick[i] = static_cast<uint32_t>(rng() % depth);
-    }
-    auto e = make(v);
-    const um_hint_t hint{};
-    um_match_t m{};
-    // queue(): the element that waits; take(): the one that matches it.
-    const auto queue = [&](const Key &k) {
-        return unexpected ? e->arrive(k.source, k.tag, hint, h(2), &m)
-                          : e->post_recv(k.source, k.tag, hint, h(1), &m);
-    };
-    const auto take = [&](const Key &k) {
-        return unexpected ? e->post_recv(k.source, k.tag, hint, h(1), &m)
-                          : e->arrive(k.source, k.tag, hint, h(2), &m);
-    };
-    std::vector<Key> live(fresh.begin(), fresh.begin() + depth);
-    for (const Key &k : live) {
-        if (queue(k) != UM_OK) { // the -nounexp backends queue no message
-            state.SkipWithError("the backend refuses to queue this shape's elements");
-            return;
+struct Key {
+    int32_t source;
+    int32_t tag;
+};
+
+struct RandomRun {
+    static constexpr size_t kKeys = size_t{1} << 16;
+    std::unique_ptr<Engine> e;
+    bool unexpected;
+    std::vector<Key> fresh, live;
+    std::vector<uint32_t> pick; // indices into live; distinct within each block of `block`
+
+    RandomRun(benchmark::State &state, const Variant &v, size_t block)
+        : e(make(v)), unexpected(state.range(0) != 0), fresh(kKeys), pick(kKeys) {
+        const auto depth = static_cast<uint32_t>(state.range(1));
+        std::mt19937 rng(14);
+        for (size_t i = 0; i < kKeys; ++i) {
+            fresh[i] = {static_cast<int32_t>(rng() % kCommSize), static_cast<int32_t>(rng() % 65536)};
+            do {
+                pick[i] = static_cast<uint32_t>(rng() % depth);
+            } while (std::find(pick.begin() + static_cast<std::ptrdiff_t>(i - i % block),
+                               pick.begin() + static_cast<std::ptrdiff_t>(i), pick[i]) !=
+                     pick.begin() + static_cast<std::ptrdiff_t>(i));
+        }
+        live.assign(fresh.begin(), fresh.begin() + depth);
+        um_match_t m{};
+        for (const Key &k : live) {
+            if (queue(k, m) != UM_OK) { // the -nounexp backends queue no message
+                state.SkipWithError("the backend refuses to queue this shape's elements");
+                e.reset();
+                return;
+            }
         }
     }
+    // queue(): the element that waits; take(): the one that matches it.
+    int queue(const Key &k, um_match_t &m) {
+        const um_hint_t hint{};
+        return unexpected ? e->arrive(k.source, k.tag, hint, h(2), &m) : e->post_recv(k.source, k.tag, hint, h(1), &m);
+    }
+    int take(const Key &k, um_match_t &m) {
+        const um_hint_t hint{};
+        return unexpected ? e->post_recv(k.source, k.tag, hint, h(1), &m) : e->arrive(k.source, k.tag, hint, h(2), &m);
+    }
+    void finish(benchmark::State &state, uint64_t matched, uint64_t items) {
+        if (matched != items) {
+            state.SkipWithError("an element did not match");
+        }
+        state.SetItemsProcessed(static_cast<int64_t>(items));
+        state.counters["bytes"] = static_cast<double>(e->stats().bytes);
+    }
+};
+
+void BM_random(benchmark::State &state, const Variant &v) {
+    RandomRun run(state, v, 1);
+    if (!run.e) {
+        return;
+    }
+    um_match_t m{};
     uint64_t matched = 0;
-    size_t i = depth;
+    size_t i = run.live.size();
     for (auto _ : state) {
-        Key &k = live[pick[i % kKeys]];
-        take(k);
+        Key &k = run.live[run.pick[i % RandomRun::kKeys]];
+        run.take(k, m);
         matched += m.handle != nullptr;
-        k = fresh[i % kKeys];
-        queue(k);
+        k = run.fresh[i % RandomRun::kKeys];
+        run.queue(k, m);
         ++i;
     }
-    if (matched != static_cast<uint64_t>(state.iterations())) {
-        state.SkipWithError("an element did not match");
+    run.finish(state, matched, static_cast<uint64_t>(state.iterations()));
+}
+
+// batch/<backend>/unexpected:U/depth:D/batch:B: BM_random's workload through
+// the batch calls (post_recv_batch, arrive_batch, issue 14): each iteration
+// takes B distinct elements chosen at random with one batch and queues B
+// fresh keys in their places with another. items/s is matches/s.
+void BM_random_batch(benchmark::State &state, const Variant &v) {
+    const auto b = static_cast<size_t>(state.range(2));
+    RandomRun run(state, v, b);
+    if (!run.e) {
+        return;
     }
-    state.SetItemsProcessed(state.iterations());
-    state.counters["bytes"] = static_cast<double>(e->stats().bytes);
+    const um_hint_t hint{};
+    std::vector<um_elem_t> take(b), queue(b);
+    std::vector<um_match_t> out(b);
+    void *const take_handle = run.unexpected ? h(1) : h(2);
+    void *const queue_handle = run.unexpected ? h(2) : h(1);
+    uint64_t matched = 0;
+    size_t i = 0;
+    for (auto _ : state) {
+        for (size_t j = 0; j < b; ++j, ++i) {
+            Key &k = run.live[run.pick[i % RandomRun::kKeys]];
+            take[j] = {take_handle, k.source, k.tag};
+            k = run.fresh[i % RandomRun::kKeys];
+            queue[j] = {queue_handle, k.source, k.tag};
+        }
+        run.unexpected ? run.e->post_recv_batch(take.data(), b, hint, out.data(), nullptr)
+                       : run.e->arrive_batch(take.data(), b, hint, out.data(), nullptr);
+        for (const um_match_t &m : out) {
+            matched += m.handle != nullptr;
+        }
+        run.unexpected ? run.e->arrive_batch(queue.data(), b, hint, out.data(), nullptr)
+                       : run.e->post_recv_batch(queue.data(), b, hint, out.data(), nullptr);
+    }
+    run.finish(state, matched, static_cast<uint64_t>(state.iterations()) * b);
 }
 
 // holes/<backend>/compact:C/live:L: L long-lived receives, each the last of
@@ -280,6 +336,20 @@ void random_shapes(benchmark::internal::Benchmark *b, bool posted_only) {
     b->ArgNames({"unexpected", "depth"});
 }
 
+void batch_shapes(benchmark::internal::Benchmark *b, bool posted_only) {
+    for (int64_t unexpected : {0, 1}) {
+        if (unexpected != 0 && posted_only) {
+            continue;
+        }
+        for (int64_t depth : {16, 1024, 8192}) {
+            for (int64_t batch : {8, 32, 128, 1024}) {
+                b->Args({unexpected, depth, batch});
+            }
+        }
+    }
+    b->ArgNames({"unexpected", "depth", "batch"});
+}
+
 void hole_shapes(benchmark::internal::Benchmark *b) {
     for (int64_t compact : {0, 1}) {
         for (int64_t live : {16, 128}) {
@@ -323,6 +393,10 @@ int main(int argc, char **argv) {
         const Variant &v = variants[i];
         random_shapes(benchmark::RegisterBenchmark(("random/" + v.name).c_str(), BM_random, v),
                       v.backend == "null"); // null matches only arrivals
+        if (v.table != nullptr || v.backend == "null" || v.backend == "overtake" || v.backend == "auto") {
+            batch_shapes(benchmark::RegisterBenchmark(("batch/" + v.name).c_str(), BM_random_batch, v),
+                         v.backend == "null");
+        }
         if (v.table != nullptr) {
             continue;
         }

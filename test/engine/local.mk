@@ -1,6 +1,7 @@
 # The engine's tests (Catch2): unit_tests (edge cases of the core and of each
 # family of backends, the timers, the traces) and differential_tests (every
-# backend against the reference model oracle.cc on seeded random workloads).
+# backend against the reference model oracle.cc on seeded random workloads;
+# batch_tests.cc: the batch calls against the single calls).
 check_LTLIBRARIES += test/engine/libengine_test_support.la
 test_engine_libengine_test_support_la_SOURCES = \
 	test/engine/catch_main.cc test/engine/test_options.h \
@@ -22,7 +23,7 @@ test_engine_unit_tests_SOURCES = \
 	test/engine/trace_writer_tests.cc \
 	test/engine/trace_test_dir.h
 test_engine_unit_tests_LDADD = $(UM_ENGINE_TEST_LIBS)
-test_engine_differential_tests_SOURCES = test/engine/differential_tests.cc
+test_engine_differential_tests_SOURCES = test/engine/differential_tests.cc test/engine/batch_tests.cc
 test_engine_differential_tests_LDADD = $(UM_ENGINE_TEST_LIBS)
 
 # The tail queues and the trace recorder under ThreadSanitizer: built and run

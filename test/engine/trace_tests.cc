@@ -154,6 +154,28 @@ TEST_CASE("a refusal passes through the recording engine, recorded as an error",
     CHECK(f.records[3].matched == f.records[2].id); // the refused receive was never queued
 }
 
+TEST_CASE("a batch on a recording engine records each of its elements", "[trace][batch]") {
+    Recording rec(false);
+    {
+        std::unique_ptr<Engine> e = trace::record(make_engine("overtake", 4, default_params()), 0, 0);
+        const um_elem_t recvs[] = {{h(0x10), 1, 7}, {h(0x18), 2, 7}, {h(0x30), UM_ANY_SOURCE, 7}};
+        const um_elem_t msgs[] = {{h(0x20), 2, 7}, {h(0x28), 1, 7}};
+        um_match_t m[3]{};
+        size_t done = 0;
+        CHECK(e->post_recv_batch(recvs, 3, kP2P, m, &done) == UM_ERR_ASSERTION);
+        CHECK(done == 2);
+        REQUIRE(e->arrive_batch(msgs, 2, kP2P, m, &done) == UM_OK);
+        CHECK(m[0].handle == h(0x18));
+        CHECK(m[1].handle == h(0x10));
+    }
+    const trace::TraceFile f = trace::read_file(rec.dir + "/rank-0.umt");
+    REQUIRE(f.records.size() == 6); // the communicator, three receives (one refused), two messages
+    CHECK(f.records[3].result == 2);
+    CHECK(f.records[4].op == static_cast<uint8_t>(trace::TraceOp::arrive));
+    CHECK(f.records[4].matched == f.records[2].id);
+    CHECK(f.records[5].matched == f.records[1].id);
+}
+
 // Recording happens inside the engine's own calls (no second engine): each
 // call is counted once in the statistics, and with the timers on the
 // searches are timed as without a trace; every call is in the file.
