@@ -135,6 +135,7 @@ const char *um_status_string(int status) {
     case UM_ERR_ASSERTION:
         return "the operation breaks the engine's assertion (mpi_assert_no_any_source, "
                "mpi_assert_no_any_tag or ubermatch_no_unexpected); nothing was queued";
+    case UM_ERR_NOMEM: return "out of memory: the element was not queued";
     default: return "unknown status";
     }
 }

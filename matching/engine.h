@@ -11,6 +11,7 @@
 #include <ctime>
 #include <functional>
 #include <memory>
+#include <new>
 #include <ostream>
 #include <vector>
 
@@ -217,26 +218,30 @@ protected:
         uint64_t &high = kPost ? stats_.posted_max : stats_.unexpected_max;
         uint64_t matches = 0, inspected = 0, deepest = c.max_inspected, queued = len, highest = high;
         size_t i = 0;
-        for (; i < n; ++i) {
-            const um_elem_t &e = elems[i];
-            int rc = kPost ? post_check(e.source, e.handle) : arrive_check(e.source, e.tag, e.handle);
-            Found f;
-            if (__builtin_expect(rc == UM_OK, 1)) {
-                f = search(e);
-                rc = f.status;
+        try { // what was done before a failed allocation stays done and counted
+            for (; i < n; ++i) {
+                const um_elem_t &e = elems[i];
+                int rc = kPost ? post_check(e.source, e.handle) : arrive_check(e.source, e.tag, e.handle);
+                Found f;
+                if (__builtin_expect(rc == UM_OK, 1)) {
+                    f = search(e);
+                    rc = f.status;
+                }
+                if (__builtin_expect(rc != UM_OK, 0)) {
+                    *status = rc;
+                    break;
+                }
+                inspected += f.inspected;
+                deepest = std::max<uint64_t>(deepest, f.inspected);
+                if (f.handle != nullptr) {
+                    ++matches;
+                } else {
+                    highest = std::max(highest, ++queued);
+                }
+                out[i] = {f.handle, f.inspected};
             }
-            if (__builtin_expect(rc != UM_OK, 0)) {
-                *status = rc;
-                break;
-            }
-            inspected += f.inspected;
-            deepest = std::max<uint64_t>(deepest, f.inspected);
-            if (f.handle != nullptr) {
-                ++matches;
-            } else {
-                highest = std::max(highest, ++queued);
-            }
-            out[i] = {f.handle, f.inspected};
+        } catch (const std::bad_alloc &) {
+            *status = UM_ERR_NOMEM;
         }
         c.searches += i;
         c.matches += matches;

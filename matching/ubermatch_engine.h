@@ -36,8 +36,10 @@ enum um_status {
     UM_ERR_SOURCE = 1,    /* source outside [0, comm_size) and not ANY */
     UM_ERR_TAG = 2,       /* a message with tag UM_ANY_TAG */
     UM_ERR_ARG = 3,       /* NULL handle or other malformed argument */
-    UM_ERR_ASSERTION = 4  /* breaks the relaxed engine's assertion (a wildcard it
+    UM_ERR_ASSERTION = 4, /* breaks the relaxed engine's assertion (a wildcard it
                              excludes, an arrival no receive awaits); nothing queued */
+    UM_ERR_NOMEM = 5      /* a batch's element could not be queued for want of
+                             memory (the single calls throw std::bad_alloc) */
 };
 
 /* What the PML knows about the traffic an element belongs to. */

@@ -214,6 +214,10 @@ void BM_random(benchmark::State &state, const Variant &v) {
 // fresh keys in their places with another. items/s is matches/s.
 void BM_random_batch(benchmark::State &state, const Variant &v) {
     const auto b = static_cast<size_t>(state.range(2));
+    if (b > static_cast<size_t>(state.range(1))) {
+        state.SkipWithError("a batch takes distinct elements: at most the depth");
+        return;
+    }
     RandomRun run(state, v, b);
     if (!run.e) {
         return;
@@ -343,7 +347,9 @@ void batch_shapes(benchmark::internal::Benchmark *b, bool posted_only) {
         }
         for (int64_t depth : {16, 1024, 8192}) {
             for (int64_t batch : {8, 32, 128, 1024}) {
-                b->Args({unexpected, depth, batch});
+                if (batch <= depth) { // a batch takes distinct elements
+                    b->Args({unexpected, depth, batch});
+                }
             }
         }
     }

@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <new>
+#include <string>
 #include <iostream>
 #include <random>
 #include <vector>
@@ -277,4 +279,43 @@ TEST_CASE("the C interface's batches", "[batch]") {
     CHECK(out[0].handle == &b); // tag 6: only the ANY_TAG receive
     CHECK(out[1].handle == &a);
     um_engine_destroy(e);
+}
+
+namespace {
+// Queues receives until its allocation "fails" at the third.
+class FailingEngine final : public Engine {
+public:
+    FailingEngine() : Engine(4) {}
+    const char *name() const override { return "failing"; }
+
+protected:
+    Found do_post_recv(int32_t, int32_t, const um_hint_t &, void *) override {
+        if (++calls_ == 3) {
+            throw std::bad_alloc();
+        }
+        return {nullptr, 1};
+    }
+    Found do_arrive(int32_t, int32_t, const um_hint_t &, void *) override { return {nullptr, 1}; }
+    Found do_probe(int32_t, int32_t, const um_hint_t &, bool) override { return {}; }
+    bool do_cancel(int32_t, int32_t, void *) override { return false; }
+    void visit(const Visitor &) const override {}
+    uint64_t queues_allocated() const override { return 1; }
+    uint64_t bytes_used() const override { return 0; }
+
+private:
+    int calls_ = 0;
+};
+} // namespace
+
+TEST_CASE("a failed allocation stops a batch at its element, what was done counted", "[batch]") {
+    FailingEngine e;
+    int x;
+    const um_elem_t elems[] = {{&x, 0, 1}, {&x, 1, 1}, {&x, 2, 1}, {&x, 3, 1}};
+    um_match_t out[4]{};
+    size_t done = 0;
+    CHECK(e.post_recv_batch(elems, 4, um_hint_t{}, out, &done) == UM_ERR_NOMEM);
+    CHECK(done == 2);
+    CHECK(e.stats().posted_len == 2);
+    CHECK(e.stats().p2p.searches == 2);
+    CHECK(std::string(um_status_string(UM_ERR_NOMEM)).find("memory") != std::string::npos);
 }

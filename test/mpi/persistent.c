@@ -29,6 +29,12 @@
  *     receiver's Recv of it can only match once the freed receive has). The
  *     PML's requests (pvar pml_ubermatch_requests) must come back: at most 128
  *     more (a freed active request never released: 200 more at the receiver).
+ * 10. Many receives in one Startall (the PML posts a run of them as one batch):
+ *     80 Recv_init, each of its own tag (every 3rd ANY_SOURCE), sizes in runs
+ *     (64 B, then 8 KiB, then 40 KiB: runs of one size and changes between);
+ *     the sender sends half of the messages before the Startall (they wait
+ *     unexpected) and half after, in a shuffled order; each receive must get
+ *     its own message, intact; 30 rounds.
  * MPI calls: Send_init, Recv_init, Ssend_init, Bsend_init, Rsend_init, Start,
  * Startall, Wait, Waitall, Test, Request_free, Buffer_attach/detach.
  */
@@ -313,6 +319,67 @@ static void freed_active(int iters)
     free(small);
 }
 
+/* 10: many receives in one Startall */
+static void many_in_startall(int rounds)
+{
+    enum { N = 80 };
+    size_t size[N], off[N], total = 0;
+    for (int j = 0; j < N; j++) {
+        size[j] = j < 40 ? 64 : j < 60 ? 8 << 10 : 40 << 10;
+        off[j] = total;
+        total += size[j];
+    }
+    unsigned char *buf = mt_malloc(total);
+    MPI_Request req[N];
+    int order[N];
+    for (int j = 0; j < N; j++) {
+        order[j] = j;
+    }
+    if (mt_rank % 2 == 1) {
+        for (int j = 0; j < N; j++) {
+            MPI_CHECK(MPI_Recv_init(buf + off[j], (int)size[j], MPI_BYTE, j % 3 == 0 ? MPI_ANY_SOURCE : peer,
+                                    1000 + j, MPI_COMM_WORLD, &req[j]));
+        }
+    }
+    for (int r = 0; r < rounds; r++) {
+        uint64_t x = mt_seed(10, (uint64_t)r, 0, 0);
+        for (int j = N - 1; j > 0; j--) { /* the sending order, shuffled */
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            int k = (int)((x >> 33) % (uint64_t)(j + 1)), t = order[j];
+            order[j] = order[k];
+            order[k] = t;
+        }
+        if (mt_rank % 2 == 0) {
+            for (int i = 0; i < N; i++) {
+                const int j = order[i];
+                mt_fill(buf + off[j], size[j], seed_of(10, size[j], r, j));
+                MPI_CHECK(MPI_Isend(buf + off[j], (int)size[j], MPI_BYTE, peer, 1000 + j, MPI_COMM_WORLD, &req[i]));
+                if (i == N / 2 - 1) { /* half out: now the receiver may Startall */
+                    MPI_CHECK(MPI_Send(NULL, 0, MPI_BYTE, peer, 1100, ctl));
+                }
+            }
+            MPI_CHECK(MPI_Waitall(N, req, MPI_STATUSES_IGNORE));
+        } else {
+            MPI_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, peer, 1100, ctl, MPI_STATUS_IGNORE));
+            MPI_Status st[N];
+            MPI_CHECK(MPI_Startall(N, req));
+            MPI_CHECK(MPI_Waitall(N, req, st));
+            for (int j = 0; j < N; j++) {
+                check_recv(buf + off[j], &st[j], size[j], seed_of(10, size[j], r, j), 1000 + j,
+                           "Startall of 80 receives", r);
+            }
+        }
+        MPI_CHECK(MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, 1101, NULL, 0, MPI_BYTE, peer, 1101, ctl,
+                               MPI_STATUS_IGNORE)); /* the sender's buffers are free again */
+    }
+    if (mt_rank % 2 == 1) {
+        for (int j = 0; j < N; j++) {
+            MPI_CHECK(MPI_Request_free(&req[j]));
+        }
+    }
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv, "persistent", 2);
@@ -333,12 +400,13 @@ int main(int argc, char **argv)
         wildcard(200);
         inactive();
         freed_active(200);
+        many_in_startall(30);
     }
     MPI_CHECK(MPI_Comm_free(&ctl));
     long total = 0;
     MPI_CHECK(MPI_Reduce(&checked, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
     return mt_finish("%ld receives verified: Send_init, Startall exchange, Ssend_init, Bsend_init, Rsend_init, mixed "
                      "Startall, wildcard Recv_init; Wait/Test/Request_free on inactive requests; requests freed while active "
-                     "come back",
+                     "come back; 80 receives in one Startall",
                      total);
 }

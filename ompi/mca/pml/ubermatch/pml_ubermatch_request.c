@@ -335,23 +335,89 @@ int mca_pml_ubermatch_send_start(mca_pml_ubermatch_request_t *req)
     return send_start(req);
 }
 
+/* A request MPI_Start(all) hands us, made active; NULL for one that is not ours. */
+static mca_pml_ubermatch_request_t *activate(ompi_request_t *request)
+{
+    mca_pml_ubermatch_request_t *req = (mca_pml_ubermatch_request_t *) request;
+    if (NULL == req || OMPI_REQUEST_PML != req->ompi.req_type) {
+        return NULL;
+    }
+    req->ompi.req_complete = REQUEST_PENDING;
+    req->ompi.req_state = OMPI_REQUEST_ACTIVE;
+    mca_pml_ubermatch_reset_status(&req->ompi.req_status);
+    return req;
+}
+
+/* Not started (e.g. a wildcard the communicator's assertions rule out):
+ * inactive again, so that MPI_Wait returns and MPI_Request_free frees it. */
+static int not_started(mca_pml_ubermatch_request_t *req, int rc)
+{
+    req->ompi.req_state = OMPI_REQUEST_INACTIVE;
+    req->ompi.req_complete = REQUEST_COMPLETED;
+    return rc;
+}
+
+static bool batched_recv(ompi_request_t *request, struct ompi_communicator_t *comm)
+{
+    const mca_pml_ubermatch_request_t *req = (const mca_pml_ubermatch_request_t *) request;
+    return NULL != req && OMPI_REQUEST_PML == req->ompi.req_type && PML_UM_RECV == req->kind &&
+           req->ompi.req_mpi_object.comm == comm;
+}
+
+/* Receives next to each other in MPI_Startall, of one communicator: posted as
+ * one batch (the engine's post_recv_batch, one lock), in order, as one by one.
+ * Returns how many requests it took (at least 1) and *rc. */
+static size_t start_recvs(ompi_request_t **requests, size_t count, int *rc)
+{
+    enum { RUN = 64 };
+    um_proto_recv_t *recvs[RUN];
+    mca_pml_ubermatch_request_t *first = (mca_pml_ubermatch_request_t *) requests[0];
+    struct ompi_communicator_t *comm = first->ompi.req_mpi_object.comm;
+    size_t n = 0, active = 0, done = 0;
+    *rc = OMPI_SUCCESS;
+    for (; n < count && n < RUN && batched_recv(requests[n], comm); ++n) {
+        mca_pml_ubermatch_request_t *req = activate(requests[n]);
+        active = n + 1;
+        *rc = mca_pml_ubermatch_assert_recv(comm, req->peer, req->tag);
+        if (OPAL_UNLIKELY(OMPI_SUCCESS != *rc)) {
+            break;
+        }
+        mca_pml_ubermatch_recv_prepare(req, req->peer, req->tag);
+        recvs[n] = &req->recv;
+    }
+    int prc = um_proto_post_recv_batch(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), recvs, n, &done);
+    if (OPAL_UNLIKELY(UM_PROTO_OK != prc)) {
+        mca_pml_ubermatch_request_t *req = (mca_pml_ubermatch_request_t *) requests[done];
+        *rc = UM_PROTO_ASSERTION == prc ? mca_pml_ubermatch_assert_refused(comm, req->peer) : OMPI_ERROR;
+    }
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != *rc)) { /* those activated and not posted go back */
+        for (size_t k = done; k < active; ++k) {
+            not_started((mca_pml_ubermatch_request_t *) requests[k], *rc);
+        }
+        return active;
+    }
+    return n;
+}
+
 int mca_pml_ubermatch_start(size_t count, ompi_request_t **requests)
 {
-    for (size_t i = 0; i < count; ++i) {
+    for (size_t i = 0; i < count;) {
         mca_pml_ubermatch_request_t *req = (mca_pml_ubermatch_request_t *) requests[i];
         int rc;
-        if (NULL == req || OMPI_REQUEST_PML != req->ompi.req_type) {
-            continue;
+        if (i + 1 < count && NULL != req && OMPI_REQUEST_PML == req->ompi.req_type &&
+            PML_UM_RECV == req->kind && batched_recv(requests[i + 1], req->ompi.req_mpi_object.comm)) {
+            i += start_recvs(requests + i, count - i, &rc);
+        } else {
+            ++i;
+            if (NULL == activate(requests[i - 1])) {
+                continue;
+            }
+            rc = mca_pml_ubermatch_request_start(req);
+            if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+                not_started(req, rc);
+            }
         }
-        req->ompi.req_complete = REQUEST_PENDING;
-        req->ompi.req_state = OMPI_REQUEST_ACTIVE;
-        mca_pml_ubermatch_reset_status(&req->ompi.req_status);
-        rc = mca_pml_ubermatch_request_start(req);
         if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
-            /* Not started (e.g. a wildcard the communicator's assertions rule out):
-             * inactive again, so that MPI_Wait returns and MPI_Request_free frees it. */
-            req->ompi.req_state = OMPI_REQUEST_INACTIVE;
-            req->ompi.req_complete = REQUEST_COMPLETED;
             return rc;
         }
     }

@@ -192,6 +192,11 @@ int um_proto_post_recv(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t
     }
 }
 
+int um_proto_post_recv_batch(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *const *recvs,
+                             size_t n, size_t *done) {
+    return cxx(proto)->recv_batch(cxx(comm), recvs, n, done);
+}
+
 int um_proto_cancel(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *recv,
                     int *cancelled) {
     bool c = false;

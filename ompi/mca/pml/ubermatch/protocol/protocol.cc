@@ -379,6 +379,50 @@ int Protocol::recv(Comm *comm, um_proto_recv_t *recv) {
     return UM_PROTO_OK;
 }
 
+// Receives posted together (MPI_Startall): each run of one engine and one
+// hint goes to the engine as one batch under one lock (engine.h,
+// post_recv_batch); what matched is delivered after it, as recv() does.
+int Protocol::recv_batch(Comm *comm, um_proto_recv_t *const *recvs, size_t n, size_t *done) {
+    constexpr size_t kRun = 64;
+    um_elem_t elems[kRun];
+    um_match_t out[kRun];
+    size_t pos = 0;
+    int rc = UM_OK;
+    while (pos < n && rc == UM_OK) {
+        size_t ran = 0;
+        {
+            Guard guard(match_lock(*comm));
+            if (comm->tailq) { // tail queues: one at a time
+                rc = comm->post_recv(recvs[pos], &out[0]);
+                ran = rc == UM_OK ? 1 : 0;
+            } else {
+                Engine &engine = comm->engine_for(recvs[pos]->tag);
+                const um_hint_t &hint = recvs[pos]->hint;
+                size_t len = 0;
+                for (; len < kRun && pos + len < n; ++len) {
+                    const um_proto_recv_t &r = *recvs[pos + len];
+                    if (&comm->engine_for(r.tag) != &engine || std::memcmp(&r.hint, &hint, sizeof hint) != 0) {
+                        break;
+                    }
+                    elems[len] = {recvs[pos + len], r.source, r.tag};
+                }
+                rc = engine.post_recv_batch(elems, len, hint, out, &ran);
+            }
+        }
+        for (size_t i = 0; i < ran; ++i) {
+            if (out[i].handle != nullptr) {
+                matched(recvs[pos + i], static_cast<Message *>(out[i].handle));
+            }
+        }
+        pos += ran;
+    }
+    *done = pos;
+    if (UM_UNLIKELY(rc != UM_OK)) {
+        return rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
+    }
+    return UM_PROTO_OK;
+}
+
 int Protocol::cancel(Comm *comm, um_proto_recv_t *recv, bool *cancelled) {
     Guard guard(match_lock(*comm));
     return comm->cancel(recv, cancelled) == UM_OK ? UM_PROTO_OK : UM_PROTO_ERROR;

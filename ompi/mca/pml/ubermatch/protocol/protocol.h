@@ -432,6 +432,7 @@ public:
         return true;
     }
     int recv(Comm *comm, um_proto_recv_t *recv);
+    int recv_batch(Comm *comm, um_proto_recv_t *const *recvs, size_t n, size_t *done);
     int cancel(Comm *comm, um_proto_recv_t *recv, bool *cancelled);
     // *info is read while no other thread can take the message.
     int probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hint, bool remove,

@@ -269,6 +269,11 @@ int um_proto_send_now(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t 
                       size_t length);
 
 int um_proto_post_recv(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *recv);
+/* n receives of comm posted in order, as n um_proto_post_recv calls would, in
+ * batches (MPI_Startall). *done: how many were posted; the status is the
+ * first one that was not's (UM_PROTO_ASSERTION, UM_PROTO_ERROR). */
+int um_proto_post_recv_batch(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *const *recvs,
+                             size_t n, size_t *done);
 /* *cancelled: the receive was still queued and is now withdrawn (no callback follows). */
 int um_proto_cancel(um_proto_t *proto, um_proto_comm_t *comm, um_proto_recv_t *recv,
                     int *cancelled);
