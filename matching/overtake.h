@@ -5,7 +5,7 @@
 // queues are one hash table from the key to its elements, receives or
 // messages (never both: one would have taken the other): one probe sequence
 // per operation, which on a miss ends where the new element goes. Elements of
-// one key beyond the first form a stack off its slot, so a deep queue of one
+// one key beyond the first form a FIFO off its slot, so a deep queue of one
 // key costs no probing. A wildcard receive or probe is refused with
 // UM_ERR_ASSERTION; `overtake-nounexp` also refuses an arrival no receive
 // awaits.

@@ -47,11 +47,11 @@ inline constexpr uint64_t kEmpty = ~uint64_t{0};
 inline int32_t source_of(uint64_t key) { return static_cast<int32_t>((key & ~kMessage) >> 32); }
 inline int32_t tag_of(uint64_t key) { return static_cast<int32_t>(static_cast<uint32_t>(key)); }
 
-// One key's elements: `handle` and, beyond one, a stack of pooled entries.
+// One key's elements: `handle` and, beyond one, a FIFO of pooled entries.
 struct Slot {
     uint64_t key;  // pack_key() | kMessage for messages; kEmpty: a free slot
     void *handle;
-    Entry *more;   // further elements of the key, the latest first
+    Entry *more;   // further elements of the key: the newest, whose next is the oldest (overtake.cc)
     bool same(uint64_t k) const { return (key & ~kMessage) == k; }
 };
 
