@@ -19,11 +19,20 @@
  *   F. a send whose communicator and datatype are freed before MPI_Wait;
  *   G. afterwards, 200 new communicators each carry one message with the
  *      same tag: each must deliver its own (no stale match on reused ids).
+ *   H. 2000 communicators more, each duplicated, carrying one message each way
+ *      and freed: the process's heap (glibc's mallinfo2: in use plus mapped)
+ *      may not grow by more than 64 KiB over them (after 200 to warm up), so
+ *      that nothing a communicator holds (its engines, its sequence numbers,
+ *      the PML's state) outlives it.
  * Without a communicator reference held by each request, A, B, D and E hang
  * (the engine with the posted receive is deleted at MPI_Comm_free): the
  * bounded waits turn that into a failure.
  */
 #include "mpitest.h"
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #define BIG (4u << 20)
 
@@ -157,6 +166,31 @@ static void many_new(void)
         MPI_CHECK(MPI_Comm_free(&c[i]));
 }
 
+/* H: what communicators held is given back */
+static void heap_flat(void)
+{
+#ifdef __GLIBC__
+    enum { WARM = 200, K = 2000 };
+    long grown = 0;
+    for (int round = 0; round < 2; round++) {
+        const struct mallinfo2 before = mallinfo2();
+        for (int i = 0; i < (round == 0 ? WARM : K); i++) {
+            MPI_Comm c;
+            int in = -1;
+            MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+            MPI_CHECK(MPI_Sendrecv(&i, 1, MPI_INT, 1 - mt_rank, 8, &in, 1, MPI_INT, 1 - mt_rank, 8, c,
+                                   MPI_STATUS_IGNORE));
+            CHECK(in == i, "H: communicator %d delivered %d", i, in);
+            MPI_CHECK(MPI_Comm_free(&c));
+        }
+        const struct mallinfo2 after = mallinfo2();
+        grown = (long)(after.uordblks + after.hblkhd) - (long)(before.uordblks + before.hblkhd);
+    }
+    CHECK(grown <= 64 << 10, "H: the heap grew by %ld bytes over %d communicators created and freed", grown, K);
+    checked++;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv, "lifetime", 2);
@@ -173,8 +207,9 @@ int main(int argc, char **argv)
     datatype_freed();
     send_freed();
     many_new();
+    heap_flat();
     long total = 0; /* rank 1 checks, rank 0 reports */
     MPI_CHECK(MPI_Reduce(&checked, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
     CHECK(mt_rank != 0 || total > 0, "no case was checked");
-    return mt_finish("A-G: %ld cases checked on rank 1", total);
+    return mt_finish("A-H: %ld cases checked", total);
 }
