@@ -208,8 +208,8 @@ protected:
                            [&](const um_elem_t &e) { return do_arrive(e.source, e.tag, hint, e.handle); });
     }
     // One loop over a batch of receives (kPost) or messages: each element
-    // checked, searched (search(e): a Found) and counted as posted() or
-    // arrived() would, the counts kept in registers and stored once.
+    // checked, searched (search(e): a Found) and counted as counted()
+    // would, the counts kept in registers and stored once.
     template <bool kPost, class F>
     size_t each(const um_elem_t *elems, size_t n, const um_hint_t &hint, um_match_t *__restrict out, int *status,
                 F &&search) {
@@ -295,20 +295,17 @@ private:
         }
         return message == nullptr ? UM_ERR_ARG : UM_OK;
     }
-    void posted(um_class_stats_t &c, const Found &f) {
+    // A receive posted (kPost) or a message arrived, counted: a match took an
+    // element of the other queue, else this one grew.
+    template <bool kPost>
+    void counted(um_class_stats_t &c, const Found &f) {
         account(c, f);
         if (f.handle != nullptr) {
-            --stats_.unexpected_len;
+            --(kPost ? stats_.unexpected_len : stats_.posted_len);
         } else {
-            stats_.posted_max = std::max(stats_.posted_max, ++stats_.posted_len);
-        }
-    }
-    void arrived(um_class_stats_t &c, const Found &f) {
-        account(c, f);
-        if (f.handle != nullptr) {
-            --stats_.posted_len;
-        } else {
-            stats_.unexpected_max = std::max(stats_.unexpected_max, ++stats_.unexpected_len);
+            uint64_t &len = kPost ? stats_.posted_len : stats_.unexpected_len;
+            uint64_t &high = kPost ? stats_.posted_max : stats_.unexpected_max;
+            high = std::max(high, ++len);
         }
     }
     template <bool kPost>
@@ -439,7 +436,7 @@ inline int Engine::post_recv_as(int32_t source, int32_t tag, const um_hint_t &hi
     if (__builtin_expect(f.status != UM_OK, 0)) {
         return f.status; // refused (a relaxed backend's assertion): nothing queued, nothing counted
     }
-    posted(c, f);
+    counted<true>(c, f);
     *out = {f.handle, f.inspected};
     return UM_OK;
 }
@@ -459,7 +456,7 @@ inline int Engine::arrive_as(int32_t source, int32_t tag, const um_hint_t &hint,
     if (__builtin_expect(f.status != UM_OK, 0)) {
         return f.status;
     }
-    arrived(c, f);
+    counted<false>(c, f);
     *out = {f.handle, f.inspected};
     return UM_OK;
 }
