@@ -16,22 +16,29 @@ using overtake::tag_of;
 // with a stack a window of receives of one key completed newest first, and
 // MPI-level rates with it ran 4-9% below auto's (docs/relaxed.md).
 namespace {
+// The walk, oldest to newest: for (e = oldest(s); e; e = after(s, e)).
+Entry *oldest(const Slot &s) { return s.more != nullptr ? s.more->q.next : nullptr; }
+Entry *after(const Slot &s, const Entry *e) { return e == s.more ? nullptr : e->q.next; }
+
 void push_newest(Slot &s, Entry *e) {
-    e->q.next = s.more != nullptr ? s.more->q.next : e;
-    if (s.more != nullptr) {
+    if (s.more == nullptr) {
+        e->q.next = e;
+    } else {
+        e->q.next = s.more->q.next;
         s.more->q.next = e;
     }
     s.more = e;
 }
-// The oldest, unlinked (more non-null).
-Entry *pop_oldest(Slot &s) {
-    Entry *oldest = s.more->q.next;
-    if (oldest == s.more) {
+// Unlinks e, whose predecessor in the circle is prev (e itself when alone).
+void unlink_entry(Slot &s, Entry *prev, Entry *e) {
+    if (e == prev) {
         s.more = nullptr;
-    } else {
-        s.more->q.next = oldest->q.next;
+        return;
     }
-    return oldest;
+    prev->q.next = e->q.next;
+    if (e == s.more) {
+        s.more = prev;
+    }
 }
 } // namespace
 
@@ -41,8 +48,8 @@ Entry *pop_oldest(Slot &s) {
 template <class Table>
 void *OvertakeEngine<Table>::take(Slot *s) {
     void *handle = s->handle;
-    if (s->more != nullptr) {
-        Entry *e = pop_oldest(*s);
+    if (Entry *e = oldest(*s)) {
+        unlink_entry(*s, s->more, e);
         s->handle = e->handle;
         pool_.put(e);
     } else {
@@ -211,15 +218,9 @@ bool OvertakeEngine<Table>::do_cancel(int32_t source, int32_t tag, void *request
         take(s);
         return true;
     }
-    for (Entry *prev = s->more, *e = prev != nullptr ? prev->q.next : nullptr; e != nullptr;
-         prev = e, e = e == s->more ? nullptr : e->q.next) {
+    for (Entry *prev = s->more, *e = oldest(*s); e != nullptr; prev = e, e = after(*s, e)) {
         if (e->handle == request) {
-            if (e == prev) { // the only one
-                s->more = nullptr;
-            } else {
-                prev->q.next = e->q.next;
-                s->more = e == s->more ? prev : s->more;
-            }
+            unlink_entry(*s, prev, e);
             pool_.put(e);
             return true;
         }
@@ -235,8 +236,7 @@ void OvertakeEngine<Table>::visit(const Visitor &f) const {
         const int32_t source = source_of(s.key);
         const int32_t tag = tag_of(s.key);
         f(posted, QueuedElement{0, s.handle, source, tag});
-        for (const Entry *e = s.more != nullptr ? s.more->q.next : nullptr; e != nullptr;
-             e = e == s.more ? nullptr : e->q.next) { // oldest to newest
+        for (const Entry *e = oldest(s); e != nullptr; e = after(s, e)) {
             f(posted, QueuedElement{0, e->handle, source, tag});
         }
     });

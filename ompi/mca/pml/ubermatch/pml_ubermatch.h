@@ -134,6 +134,11 @@ int mca_pml_ubermatch_assert_slow(struct ompi_communicator_t *comm, int src, int
 /* A receive or probe the communicator's engine refused (UM_PROTO_ASSERTION): says why
  * (rate-limited, as the assertions' refusals) and returns MPI_ERR_RANK or MPI_ERR_TAG. */
 int mca_pml_ubermatch_assert_refused(struct ompi_communicator_t *comm, int src);
+/* A receive's or probe's protocol status other than UM_PROTO_OK as its MPI error. */
+static inline int mca_pml_ubermatch_recv_error(struct ompi_communicator_t *comm, int src, int rc)
+{
+    return UM_PROTO_ASSERTION == rc ? mca_pml_ubermatch_assert_refused(comm, src) : OMPI_ERROR;
+}
 
 /* Every receive and probe: a wildcard the communicator's assertions rule out is
  * an error (MPI_ERR_RANK, MPI_ERR_TAG), and after MPI_Comm_set_info the engine

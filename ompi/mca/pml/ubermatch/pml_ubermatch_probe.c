@@ -35,7 +35,7 @@ static int probe_once(int src, int tag, struct ompi_communicator_t *comm, int *m
     rc = um_proto_probe(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), src, tag, &hint,
                         NULL != message, matched, &info, &msg);
     if (OPAL_UNLIKELY(UM_PROTO_OK != rc)) {
-        return UM_PROTO_ASSERTION == rc ? mca_pml_ubermatch_assert_refused(comm, src) : OMPI_ERROR;
+        return mca_pml_ubermatch_recv_error(comm, src, rc);
     }
     if (!*matched) {
         return OMPI_SUCCESS;

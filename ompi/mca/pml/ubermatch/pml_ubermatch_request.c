@@ -350,18 +350,28 @@ static mca_pml_ubermatch_request_t *activate(ompi_request_t *request)
 
 /* Not started (e.g. a wildcard the communicator's assertions rule out):
  * inactive again, so that MPI_Wait returns and MPI_Request_free frees it. */
-static int not_started(mca_pml_ubermatch_request_t *req, int rc)
+static void not_started(mca_pml_ubermatch_request_t *req)
 {
     req->ompi.req_state = OMPI_REQUEST_INACTIVE;
     req->ompi.req_complete = REQUEST_COMPLETED;
-    return rc;
 }
 
-static bool batched_recv(ompi_request_t *request, struct ompi_communicator_t *comm)
+/* A receive request of ours; its communicator in *comm. */
+static bool our_recv(ompi_request_t *request, struct ompi_communicator_t **comm)
 {
     const mca_pml_ubermatch_request_t *req = (const mca_pml_ubermatch_request_t *) request;
-    return NULL != req && OMPI_REQUEST_PML == req->ompi.req_type && PML_UM_RECV == req->kind &&
-           req->ompi.req_mpi_object.comm == comm;
+    if (NULL == req || OMPI_REQUEST_PML != req->ompi.req_type || PML_UM_RECV != req->kind) {
+        return false;
+    }
+    *comm = req->ompi.req_mpi_object.comm;
+    return true;
+}
+
+/* A receive request of ours on comm. */
+static bool batched_recv(ompi_request_t *request, struct ompi_communicator_t *comm)
+{
+    struct ompi_communicator_t *its;
+    return our_recv(request, &its) && its == comm;
 }
 
 /* Receives next to each other in MPI_Startall, of one communicator: posted as
@@ -387,12 +397,11 @@ static size_t start_recvs(ompi_request_t **requests, size_t count, int *rc)
     }
     int prc = um_proto_post_recv_batch(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), recvs, n, &done);
     if (OPAL_UNLIKELY(UM_PROTO_OK != prc)) {
-        mca_pml_ubermatch_request_t *req = (mca_pml_ubermatch_request_t *) requests[done];
-        *rc = UM_PROTO_ASSERTION == prc ? mca_pml_ubermatch_assert_refused(comm, req->peer) : OMPI_ERROR;
+        *rc = mca_pml_ubermatch_recv_error(comm, ((mca_pml_ubermatch_request_t *) requests[done])->peer, prc);
     }
     if (OPAL_UNLIKELY(OMPI_SUCCESS != *rc)) { /* those activated and not posted go back */
         for (size_t k = done; k < active; ++k) {
-            not_started((mca_pml_ubermatch_request_t *) requests[k], *rc);
+            not_started((mca_pml_ubermatch_request_t *) requests[k]);
         }
         return active;
     }
@@ -402,19 +411,18 @@ static size_t start_recvs(ompi_request_t **requests, size_t count, int *rc)
 int mca_pml_ubermatch_start(size_t count, ompi_request_t **requests)
 {
     for (size_t i = 0; i < count;) {
-        mca_pml_ubermatch_request_t *req = (mca_pml_ubermatch_request_t *) requests[i];
+        struct ompi_communicator_t *comm;
         int rc;
-        if (i + 1 < count && NULL != req && OMPI_REQUEST_PML == req->ompi.req_type &&
-            PML_UM_RECV == req->kind && batched_recv(requests[i + 1], req->ompi.req_mpi_object.comm)) {
+        if (i + 1 < count && our_recv(requests[i], &comm) && batched_recv(requests[i + 1], comm)) {
             i += start_recvs(requests + i, count - i, &rc);
         } else {
-            ++i;
-            if (NULL == activate(requests[i - 1])) {
+            mca_pml_ubermatch_request_t *req = activate(requests[i++]);
+            if (NULL == req) {
                 continue;
             }
             rc = mca_pml_ubermatch_request_start(req);
             if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
-                not_started(req, rc);
+                not_started(req);
             }
         }
         if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {

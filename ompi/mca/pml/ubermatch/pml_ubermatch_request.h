@@ -179,7 +179,7 @@ static inline __opal_attribute_always_inline__ int mca_pml_ubermatch_recv_start(
     if (OPAL_LIKELY(UM_PROTO_OK == rc)) {
         return OMPI_SUCCESS;
     }
-    return UM_PROTO_ASSERTION == rc ? mca_pml_ubermatch_assert_refused(comm, peer) : OMPI_ERROR;
+    return mca_pml_ubermatch_recv_error(comm, peer, rc);
 }
 
 /* Starts the operation of an allocated (or restarted persistent) request. */

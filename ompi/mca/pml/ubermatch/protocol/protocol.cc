@@ -363,6 +363,14 @@ size_t Protocol::held() {
 
 // A receive matches at most one message: no Actions to gather (most receives
 // are posted ahead and match none).
+namespace {
+// An engine's status as the protocol's: a refusal of the communicator's
+// assertions stays one (the glue names the assertion), the rest are errors.
+int proto_status(int rc) {
+    return rc == UM_OK ? UM_PROTO_OK : rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
+}
+} // namespace
+
 int Protocol::recv(Comm *comm, um_proto_recv_t *recv) {
     um_match_t match{};
     int rc;
@@ -371,7 +379,7 @@ int Protocol::recv(Comm *comm, um_proto_recv_t *recv) {
         rc = comm->post_recv(recv, &match);
     }
     if (UM_UNLIKELY(rc != UM_OK)) {
-        return rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
+        return proto_status(rc);
     }
     if (match.handle != nullptr) {
         matched(recv, static_cast<Message *>(match.handle));
@@ -417,10 +425,7 @@ int Protocol::recv_batch(Comm *comm, um_proto_recv_t *const *recvs, size_t n, si
         pos += ran;
     }
     *done = pos;
-    if (UM_UNLIKELY(rc != UM_OK)) {
-        return rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
-    }
-    return UM_PROTO_OK;
+    return proto_status(rc);
 }
 
 int Protocol::cancel(Comm *comm, um_proto_recv_t *recv, bool *cancelled) {
@@ -450,7 +455,7 @@ int Protocol::probe(Comm *comm, int32_t source, int32_t tag, const um_hint_t &hi
             rc = remove ? engine.mprobe(source, tag, hint, &match) : engine.probe(source, tag, hint, &match);
         }
         if (rc != UM_OK) {
-            return rc == UM_ERR_ASSERTION ? UM_PROTO_ASSERTION : UM_PROTO_ERROR;
+            return proto_status(rc);
         }
         *found = static_cast<Message *>(match.handle);
         if (*found != nullptr && (remove || !comm->tailq)) {
