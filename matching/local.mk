@@ -8,7 +8,7 @@ noinst_LTLIBRARIES += matching/libubermatch_matching.la
 matching_libubermatch_matching_la_SOURCES = \
 	matching/ubermatch_engine.h \
 	matching/engine.h matching/engine.cc \
-	matching/queue.h \
+	matching/queue.h matching/ticks.h \
 	matching/registry.h matching/registry.cc \
 	matching/c_api.cc \
 	matching/trace.h matching/trace_format.h matching/trace_sink.h matching/um_trace.h matching/trace_record.cc matching/trace_read.cc \

@@ -19,11 +19,9 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 #include "matching/registry.h"
+#include "matching/ticks.h"
 #include "matching/trace.h"
 #include "matching/trace_writer.h"
 #include "matching/um_trace.h"
@@ -38,14 +36,7 @@ namespace {
 class Clock {
 public:
     Clock() : tsc_(kernel_uses_tsc()), t0_ns_(Timers::now_ns()), tick0_(ticks()) {}
-    uint64_t ticks() const {
-#if defined(__x86_64__)
-        if (tsc_) {
-            return __rdtsc();
-        }
-#endif
-        return Timers::now_ns();
-    }
+    uint64_t ticks() const { return tsc_ ? cheap_ticks() : Timers::now_ns(); }
     uint64_t t0_ns() const { return t0_ns_; }
     uint64_t tick0() const { return tick0_; }
     // Measured over the whole run, so it is as exact as the run is long.

@@ -15,12 +15,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
+
+#include "matching/ticks.h"
 
 namespace ubermatch {
 namespace protocol {
@@ -74,17 +72,8 @@ public:
     uint64_t cost(bool staged) const noexcept {
         return (staged ? staged_cost_ : straight_cost_).load(std::memory_order_relaxed);
     }
-    // A cheap clock: the TSC on x86 (only differences on one process's
-    // sends are compared), else nanoseconds.
-    static uint64_t now() noexcept {
-#if defined(__x86_64__)
-        return __rdtsc();
-#else
-        return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                         std::chrono::steady_clock::now().time_since_epoch())
-                                         .count());
-#endif
-    }
+    // Only differences on one process's sends are compared: any ticks do.
+    static uint64_t now() noexcept { return cheap_ticks(); }
 
 private:
     // Relaxed: under threads senders to different peers stream at once, and a
