@@ -167,37 +167,17 @@ RunResult run_mix(const std::string &backend, const um_params_t &params, const M
             }
         } else if (relaxed.overtaking && op.kind != OpKind::cancel) {
             want = overtaking_step(*engine, model, op, relaxed, mix.comm_size, want_rc, got_rc, got);
-        } else switch (op.kind) {
-        case OpKind::post_recv:
-            want_rc = model.post_recv(op.source, op.tag, op.handle, &want);
-            got_rc = engine->post_recv(op.source, op.tag, op.hint, op.handle, &got);
-            break;
-        case OpKind::arrive:
-            want_rc = model.arrive(op.source, op.tag, op.handle, &want);
-            got_rc = engine->arrive(op.source, op.tag, op.hint, op.handle, &got);
-            if (relaxed.no_unexpected && want_rc == UM_OK && want == nullptr) {
-                void *dropped = nullptr;
+        } else {
+            const Step step = apply(*engine, model, op);
+            want_rc = step.want_rc;
+            got_rc = step.got_rc;
+            want = step.want;
+            got = step.got;
+            if (op.kind == OpKind::arrive && relaxed.no_unexpected && want_rc == UM_OK && want == nullptr) {
+                void *dropped = nullptr; // refused: the model keeps no message either
                 model.probe(op.source, op.tag, true, &dropped);
                 want_rc = UM_ERR_ASSERTION;
             }
-            break;
-        case OpKind::probe:
-        case OpKind::mprobe: {
-            const bool remove = op.kind == OpKind::mprobe;
-            want_rc = model.probe(op.source, op.tag, remove, &want);
-            got_rc = remove ? engine->mprobe(op.source, op.tag, op.hint, &got)
-                            : engine->probe(op.source, op.tag, op.hint, &got);
-            break;
-        }
-        case OpKind::cancel: {
-            bool want_removed = false;
-            bool got_removed = false;
-            want_rc = model.cancel(op.source, op.tag, op.handle, &want_removed);
-            got_rc = engine->cancel(op.source, op.tag, op.handle, &got_removed);
-            want = want_removed ? op.handle : nullptr;
-            got.handle = got_removed ? op.handle : nullptr;
-            break;
-        }
         }
         ++res.ops;
         res.matches += want != nullptr;

@@ -249,19 +249,12 @@ TEST_CASE("seed 000: dedicated queues never exceed k*sqrt(n)", "[seed000]") {
                     uint64_t most = 0;
                     for (int i = 0; i < 4000; ++i) {
                         const Op op = work.next(model);
-                        um_match_t m{};
-                        void *want = nullptr;
-                        if (op.kind == OpKind::arrive) {
-                            model.arrive(op.source, op.tag, op.handle, &want);
-                            e->arrive(op.source, op.tag, op.hint, op.handle, &m);
-                        } else if (op.kind == OpKind::post_recv) {
-                            model.post_recv(op.source, op.tag, op.handle, &want);
-                            e->post_recv(op.source, op.tag, op.hint, op.handle, &m);
-                        } else {
+                        if (op.kind != OpKind::arrive && op.kind != OpKind::post_recv) {
                             continue;
                         }
+                        const Step step = apply(*e, model, op);
                         most = std::max(most, e->stats().queues);
-                        REQUIRE(m.handle == want);
+                        REQUIRE(step.got.handle == step.want);
                     }
                     INFO(name << " k " << k << " mix " << mix.name);
                     CHECK(most <= limit);
@@ -553,33 +546,8 @@ TEST_CASE("seed 000: the default differential run crosses theta and opens col le
         Oracle model(mixes[m].comm_size);
         Workload work(mixes[m], kDefaultSeed + m);
         for (int i = 0; i < ops; ++i) {
-            const Op op = work.next(model);
-            um_match_t got{};
-            void *want = nullptr;
-            bool removed = false;
-            switch (op.kind) {
-            case OpKind::post_recv:
-                model.post_recv(op.source, op.tag, op.handle, &want);
-                e->post_recv(op.source, op.tag, op.hint, op.handle, &got);
-                break;
-            case OpKind::arrive:
-                model.arrive(op.source, op.tag, op.handle, &want);
-                e->arrive(op.source, op.tag, op.hint, op.handle, &got);
-                break;
-            case OpKind::probe:
-            case OpKind::mprobe:
-                model.probe(op.source, op.tag, op.kind == OpKind::mprobe, &want);
-                (op.kind == OpKind::mprobe ? e->mprobe(op.source, op.tag, op.hint, &got)
-                                           : e->probe(op.source, op.tag, op.hint, &got));
-                break;
-            case OpKind::cancel:
-                model.cancel(op.source, op.tag, op.handle, &removed);
-                want = removed ? op.handle : nullptr;
-                e->cancel(op.source, op.tag, op.handle, &removed);
-                got.handle = removed ? op.handle : nullptr;
-                break;
-            }
-            REQUIRE(got.handle == want);
+            const Step step = apply(*e, model, work.next(model));
+            REQUIRE(step.got.handle == step.want);
         }
         return e;
     };
@@ -633,34 +601,9 @@ TEST_CASE("seed 000: random sequences with explicit calls, small theta and k mat
                         open.push_back(c);
                     }
                 }
-                const Op op = work.next(model);
-                um_match_t got{};
-                void *want = nullptr;
-                bool removed = false;
-                switch (op.kind) {
-                case OpKind::post_recv:
-                    model.post_recv(op.source, op.tag, op.handle, &want);
-                    e->post_recv(op.source, op.tag, op.hint, op.handle, &got);
-                    break;
-                case OpKind::arrive:
-                    model.arrive(op.source, op.tag, op.handle, &want);
-                    e->arrive(op.source, op.tag, op.hint, op.handle, &got);
-                    break;
-                case OpKind::probe:
-                case OpKind::mprobe:
-                    model.probe(op.source, op.tag, op.kind == OpKind::mprobe, &want);
-                    (op.kind == OpKind::mprobe ? e->mprobe(op.source, op.tag, op.hint, &got)
-                                               : e->probe(op.source, op.tag, op.hint, &got));
-                    break;
-                case OpKind::cancel:
-                    model.cancel(op.source, op.tag, op.handle, &removed);
-                    want = removed ? op.handle : nullptr;
-                    e->cancel(op.source, op.tag, op.handle, &removed);
-                    got.handle = removed ? op.handle : nullptr;
-                    break;
-                }
+                const Step step = apply(*e, model, work.next(model));
                 INFO(name << ", mix " << mix.name << ", op " << i);
-                REQUIRE(got.handle == want);
+                REQUIRE(step.got.handle == step.want);
             }
             const Snapshot snap = e->snapshot();
             REQUIRE(snap.posted.size() == model.posted().size());

@@ -142,4 +142,35 @@ Op Workload::next(const Oracle &model) {
     return op;
 }
 
+Step apply(Engine &engine, Oracle &model, const Op &op) {
+    Step s;
+    switch (op.kind) {
+    case OpKind::post_recv:
+        s.want_rc = model.post_recv(op.source, op.tag, op.handle, &s.want);
+        s.got_rc = engine.post_recv(op.source, op.tag, op.hint, op.handle, &s.got);
+        break;
+    case OpKind::arrive:
+        s.want_rc = model.arrive(op.source, op.tag, op.handle, &s.want);
+        s.got_rc = engine.arrive(op.source, op.tag, op.hint, op.handle, &s.got);
+        break;
+    case OpKind::probe:
+    case OpKind::mprobe: {
+        const bool remove = op.kind == OpKind::mprobe;
+        s.want_rc = model.probe(op.source, op.tag, remove, &s.want);
+        s.got_rc = remove ? engine.mprobe(op.source, op.tag, op.hint, &s.got)
+                          : engine.probe(op.source, op.tag, op.hint, &s.got);
+        break;
+    }
+    case OpKind::cancel: {
+        bool want_removed = false, got_removed = false;
+        s.want_rc = model.cancel(op.source, op.tag, op.handle, &want_removed);
+        s.got_rc = engine.cancel(op.source, op.tag, op.handle, &got_removed);
+        s.want = want_removed ? op.handle : nullptr;
+        s.got.handle = got_removed ? op.handle : nullptr;
+        break;
+    }
+    }
+    return s;
+}
+
 } // namespace ubermatch::test

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "matching/engine.h"
 #include "matching/ubermatch_engine.h"
 #include "test/engine/oracle.h"
 
@@ -67,6 +68,15 @@ private:
     uint64_t count_ = 0;
     std::vector<OracleEntry> recent_recvs_; // cancel targets, some already matched
 };
+
+// One operation done on an engine and on the model: each one's status and
+// the element it matched (a cancel: the receive when removed, else none).
+struct Step {
+    int want_rc = 0, got_rc = 0;
+    void *want = nullptr;
+    um_match_t got{};
+};
+Step apply(Engine &engine, Oracle &model, const Op &op);
 
 } // namespace ubermatch::test
 
