@@ -75,57 +75,39 @@ std::unique_ptr<Engine> make(const Variant &v) {
                               : make_engine(v.backend, kCommSize, v.params);
 }
 
-void BM_arrive(benchmark::State &state, const Variant &v) {
-    const int64_t sources = state.range(0);
-    const int64_t depth = state.range(1);
-    auto e = make(v);
-    const um_hint_t hint{};
-    um_match_t m{};
-    int32_t src = 0;
-    int32_t tag = 0;
-    for (int64_t i = 0; i < depth - 1; ++i) {
-        filler_key(sources, i, src, tag);
-        check(e->post_recv(src, tag, hint, h(uintptr_t(i) + 1), &m));
-    }
-    const int32_t match_src = static_cast<int32_t>((depth - 1) % sources);
-    void *const req = h(1u << 30);
-    check(e->post_recv(match_src, 0, hint, req, &m));
-    for (auto _ : state) {
-        e->arrive(match_src, 0, hint, h(2), &m);
-        benchmark::DoNotOptimize(m.handle);
-        e->post_recv(match_src, 0, hint, req, &m);
-    }
-    e->arrive(match_src, 0, hint, h(2), &m);
-    if (m.handle != req) {
-        state.SkipWithError("the last posted receive did not match");
-    }
-    state.counters["inspected"] = m.inspected;
-    state.counters["bytes"] = static_cast<double>(e->stats().bytes);
+// One side's call: a receive posted (kPost) or a message arrived.
+template <bool kPost>
+int put(Engine &e, int32_t source, int32_t tag, void *handle, um_match_t *m) {
+    static const um_hint_t hint{};
+    return kPost ? e.post_recv(source, tag, hint, handle, m) : e.arrive(source, tag, hint, handle, m);
 }
 
-void BM_post_recv(benchmark::State &state, const Variant &v) {
+// arrive/<backend> (kPostedQueue): a message matched behind depth - 1 posted
+// receives of `sources` sources, the receive then posted again;
+// post_recv/<backend>: the mirror, a receive behind unexpected messages.
+template <bool kPostedQueue>
+void BM_match(benchmark::State &state, const Variant &v) {
     const int64_t sources = state.range(0);
     const int64_t depth = state.range(1);
     auto e = make(v);
-    const um_hint_t hint{};
     um_match_t m{};
     int32_t src = 0;
     int32_t tag = 0;
     for (int64_t i = 0; i < depth - 1; ++i) {
         filler_key(sources, i, src, tag);
-        check(e->arrive(src, tag, hint, h(uintptr_t(i) + 1), &m));
+        check(put<kPostedQueue>(*e, src, tag, h(uintptr_t(i) + 1), &m));
     }
     const int32_t match_src = static_cast<int32_t>((depth - 1) % sources);
-    void *const msg = h(1u << 30);
-    check(e->arrive(match_src, 0, hint, msg, &m));
+    void *const queued = h(1u << 30);
+    check(put<kPostedQueue>(*e, match_src, 0, queued, &m));
     for (auto _ : state) {
-        e->post_recv(match_src, 0, hint, h(2), &m);
+        put<!kPostedQueue>(*e, match_src, 0, h(2), &m);
         benchmark::DoNotOptimize(m.handle);
-        e->arrive(match_src, 0, hint, msg, &m);
+        put<kPostedQueue>(*e, match_src, 0, queued, &m);
     }
-    e->post_recv(match_src, 0, hint, h(2), &m);
-    if (m.handle != msg) {
-        state.SkipWithError("the last arrived message did not match");
+    put<!kPostedQueue>(*e, match_src, 0, h(2), &m);
+    if (m.handle != queued) {
+        state.SkipWithError("the last queued element did not match");
     }
     state.counters["inspected"] = m.inspected;
     state.counters["bytes"] = static_cast<double>(e->stats().bytes);
@@ -407,12 +389,12 @@ int main(int argc, char **argv) {
             continue;
         }
         if (i >= defaults) { // the kernels compared on one panel: arrive, one source
-            benchmark::RegisterBenchmark(("arrive/" + v.name).c_str(), BM_arrive, v)
+            benchmark::RegisterBenchmark(("arrive/" + v.name).c_str(), BM_match<true>, v)
                 ->Apply(one_source_depths);
             continue;
         }
-        benchmark::RegisterBenchmark(("arrive/" + v.name).c_str(), BM_arrive, v)->Apply(depths);
-        benchmark::RegisterBenchmark(("post_recv/" + v.name).c_str(), BM_post_recv, v)->Apply(depths);
+        benchmark::RegisterBenchmark(("arrive/" + v.name).c_str(), BM_match<true>, v)->Apply(depths);
+        benchmark::RegisterBenchmark(("post_recv/" + v.name).c_str(), BM_match<false>, v)->Apply(depths);
     }
     for (size_t i = 0; i < defaults; ++i) {
         if (is_simd(variants[i].backend.c_str())) {

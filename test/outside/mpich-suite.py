@@ -3,7 +3,7 @@
 
     test/outside/mpich-suite.py MPICH_TEST_MPI_DIR [--dirs "pt2pt comm coll threads/pt2pt rma"]
                                 [--pmls "ob1 ubermatch"] [--work DIR] [--timeout S] [--jobs N]
-                                [--only NAME,...] [--build-only]
+                                [--only NAME,...] [--build-only] [--dtp]
 
 MPICH_TEST_MPI_DIR is a checkout of MPICH's `test/mpi` (the user brings it;
 nothing of it is copied into this project). The script builds each test of
@@ -25,6 +25,11 @@ not installed. Not part of CI: it takes 20-40 minutes for the five directories.
 WORK can then travel to a machine with the same Open MPI but no compiler or
 headers (programs already in WORK/bin are not built again). Extra MCA
 parameters go in the environment, e.g. OMPI_MCA_pml_ubermatch_threading=tailq.
+--dtp runs, instead of a directory's testlist, its DTPools lines: MPICH's
+derived-datatype tests (pt2pt pingping, sendrecv1, sendself; rma; coll bcast),
+each over hundreds of datatypes of random shape, as MPICH's configure
+generates them (its maint/gentests_dtp.sh with configure's default types,
+run into WORK/dtp).
 """
 import argparse
 import concurrent.futures
@@ -76,9 +81,9 @@ def parse_makefile_am(path):
     return progs
 
 
-def parse_testlist(directory):
+def parse_testlist(directory, names=("testlist", "testlist.in")):
     """(name, np, args, env, time limit) per line of testlist(.in); `mpiversion`/`xfail` kept as notes."""
-    for name in ("testlist", "testlist.in"):
+    for name in names:
         path = os.path.join(directory, name)
         if os.path.exists(path):
             break
@@ -110,6 +115,23 @@ def parse_testlist(directory):
 
 def sh(cmd, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+# configure's default for --with-dtpools-datatypes.
+DTP_TYPES = "MPI_INT,MPI_INT:4+MPI_DOUBLE:8"
+
+
+def generate_dtp(src, work):
+    """MPICH's DTPools test lines (testlist.dtp per directory) under WORK/dtp, as its configure makes them."""
+    gen = os.path.join(work, "dtp")
+    config = os.path.join(src, "maint", "dtp-test-config.txt")
+    for line in open(config):
+        if line.strip() and not line.startswith("#"):
+            os.makedirs(os.path.join(gen, os.path.dirname(line.split(":", 1)[0])), exist_ok=True)
+    r = sh(["bash", os.path.join(src, "maint", "gentests_dtp.sh"), "--with-dtpools-datatypes=" + DTP_TYPES], cwd=gen)
+    if r.returncode != 0:
+        sys.exit(f"mpich-suite: maint/gentests_dtp.sh failed:\n{r.stdout[-600:]}")
+    return gen
 
 
 def build_support(src, work):
@@ -199,6 +221,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--only", default="", help="comma list of test names")
     ap.add_argument("--build-only", action="store_true", help="build into WORK, run nothing")
+    ap.add_argument("--dtp", action="store_true", help="the directories' DTPools tests (testlist.dtp)")
     a = ap.parse_args()
     src = os.path.abspath(a.src)
     if not os.path.isdir(os.path.join(src, "util")) or not os.path.exists(os.path.join(src, "util", "mtest.c")):
@@ -212,13 +235,15 @@ def main():
     run_dir = os.path.join(a.work, "run")
     os.makedirs(run_dir, exist_ok=True)
     cflags, objs, thread_o = build_support(src, a.work)
+    dtp = generate_dtp(src, a.work) if a.dtp else None
     only = set(filter(None, a.only.split(",")))
     pmls = a.pmls.split()
     rows = []
     summary = []
     for d in a.dirs.split():
         progs = parse_makefile_am(os.path.join(src, d, "Makefile.am"))
-        tests = [t for t in parse_testlist(os.path.join(src, d)) if not only or t[0] in only]
+        listed = parse_testlist(os.path.join(dtp, d), ("testlist.dtp",)) if dtp else parse_testlist(os.path.join(src, d))
+        tests = [t for t in listed if not only or t[0] in only]
         print(f"== {d}: {len(tests)} test runs", flush=True)
         counts = {p: 0 for p in pmls}
         built = 0
