@@ -35,13 +35,17 @@ int Engine::batch(const um_elem_t *elems, size_t n, const um_hint_t &hint, um_ma
     size_t ran = 0;
     int rc = UM_OK;
     if (trace_ != nullptr || timers_.on()) {
-        for (; ran < n; ++ran) {
-            const um_elem_t &e = elems[ran];
-            rc = kPost ? post_recv(e.source, e.tag, hint, e.handle, &out[ran])
-                       : arrive(e.source, e.tag, hint, e.handle, &out[ran]);
-            if (rc != UM_OK) {
-                break;
+        try { // the single calls throw where each() returns UM_ERR_NOMEM
+            for (; ran < n; ++ran) {
+                const um_elem_t &e = elems[ran];
+                rc = kPost ? post_recv(e.source, e.tag, hint, e.handle, &out[ran])
+                           : arrive(e.source, e.tag, hint, e.handle, &out[ran]);
+                if (rc != UM_OK) {
+                    break;
+                }
             }
+        } catch (const std::bad_alloc &) {
+            rc = UM_ERR_NOMEM;
         }
     } else {
         ran = kPost ? do_post_recv_batch(elems, n, hint, out, &rc) : do_arrive_batch(elems, n, hint, out, &rc);

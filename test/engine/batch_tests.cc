@@ -308,7 +308,11 @@ private:
 } // namespace
 
 TEST_CASE("a failed allocation stops a batch at its element, what was done counted", "[batch]") {
+    // Timed, the batch goes call by call (as recorded), whose failure throws.
+    const bool timed = GENERATE(false, true);
+    INFO("timers " << (timed ? "on" : "off"));
     FailingEngine e;
+    e.set_timers(timed, 0);
     int x;
     const um_elem_t elems[] = {{&x, 0, 1}, {&x, 1, 1}, {&x, 2, 1}, {&x, 3, 1}};
     um_match_t out[4]{};

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -401,7 +402,11 @@ int Protocol::recv_batch(Comm *comm, um_proto_recv_t *const *recvs, size_t n, si
         {
             Guard guard(match_lock(*comm));
             if (comm->tailq) { // tail queues: one at a time
-                rc = comm->post_recv(recvs[pos], &out[0]);
+                try {
+                    rc = comm->post_recv(recvs[pos], &out[0]);
+                } catch (const std::bad_alloc &) {
+                    rc = UM_ERR_NOMEM; // as the engine's batch reports it: nothing queued
+                }
                 ran = rc == UM_OK ? 1 : 0;
             } else {
                 Engine &engine = comm->engine_for(recvs[pos]->tag);
