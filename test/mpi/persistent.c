@@ -342,10 +342,10 @@ static void many_in_startall(int rounds)
         }
     }
     for (int r = 0; r < rounds; r++) {
-        uint64_t x = mt_seed(10, (uint64_t)r, 0, 0);
+        mt_rng rng;
+        mt_rng_init(&rng, mt_seed(10, (uint64_t)r, 0, 0));
         for (int j = N - 1; j > 0; j--) { /* the sending order, shuffled */
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            int k = (int)((x >> 33) % (uint64_t)(j + 1)), t = order[j];
+            int k = (int)mt_rng_below(&rng, (uint32_t)j + 1), t = order[j];
             order[j] = order[k];
             order[k] = t;
         }
