@@ -7,12 +7,12 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
-#include <new>
-#include <string>
 #include <iostream>
+#include <new>
 #include <random>
-#include <vector>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "matching/overtake.h"
 #include "matching/registry.h"
