@@ -570,6 +570,54 @@ TEST_CASE("protocol: the buffer pool reuses a class's buffers and bounds what it
     CHECK(carving.kept_bytes() == 0);
 }
 
+// Past the bound, the buffer just put back keeps its memory and other
+// classes' carved buffers give theirs, the largest first: a run of large
+// messages after smaller ones must not fault its buffer's pages in each time.
+TEST_CASE("protocol: the buffer pool keeps the buffer just put back, releasing others", "[protocol]") {
+    alignas(4096) static unsigned char region[16 * 4096];
+    struct Punch { // as the arena's hole punching: the memory reads back as zeros
+        std::vector<std::pair<void *, size_t>> calls;
+        static void release(void *self, void *p, size_t n) {
+            static_cast<Punch *>(self)->calls.emplace_back(p, n);
+            std::memset(p, 0, n);
+        }
+    } punch;
+    ubermatch::protocol::BufferPool pool(12, 16, 4 * 4096);
+    pool.carve_from(region, sizeof region, &Punch::release, &punch);
+    void *a4 = pool.get(4096);
+    void *b4 = pool.get(4096);
+    void *a8 = pool.get(8192);
+    void *a16 = pool.get(16384);
+    pool.put(a4, 4096);
+    pool.put(b4, 4096);
+    pool.put(a8, 8192);
+    CHECK(pool.kept_bytes() == 4 * 4096);
+    CHECK(punch.calls.empty());
+    pool.put(a16, 16384); // the bound: the 8 KiB buffer first, then both of 4 KiB
+    CHECK(punch.calls == std::vector<std::pair<void *, size_t>>{{a8, 8192}, {b4, 4096}, {a4, 4096}});
+    CHECK(pool.kept_bytes() == 4 * 4096);
+    CHECK(pool.get(16384) == a16);
+    CHECK(pool.kept_bytes() == 0);
+    // The released ones are still listed (their links survived the release).
+    CHECK(pool.kept(4096) == 2);
+    CHECK(pool.kept(8192) == 1);
+    CHECK(pool.get(4096) == b4);
+    CHECK(pool.get(4096) == a4);
+    CHECK(pool.get(8192) == a8);
+    CHECK(pool.kept_bytes() == 0);
+    // Released buffers are not released again, and what cannot make room
+    // releases nothing: a buffer larger than the bound gives its own.
+    pool.put(a8, 8192);
+    pool.put(a4, 4096);
+    pool.put(b4, 4096);
+    punch.calls.clear();
+    void *big = pool.get(32768); // carved: the region's last room
+    REQUIRE(pool.carved(big));
+    pool.put(big, 32768);
+    CHECK(punch.calls == std::vector<std::pair<void *, size_t>>{{big, 32768}});
+    CHECK(pool.kept_bytes() == 4 * 4096);
+}
+
 // Buffers of the classes that rotate (rotate_within) come back in turns: the
 // one put back longest ago first, as many of each class as fit the bytes
 // given; smaller classes, and those of which one buffer fills the bytes, give

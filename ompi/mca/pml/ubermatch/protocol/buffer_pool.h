@@ -11,9 +11,14 @@
 // Buffers may be carved from a region given once (the packed sends' arena of
 // shared memory, shm::Arena): a class with none free carves its next buffer
 // there while the region has room, else allocates. Carved buffers stay the
-// pool's; past the bound, one put back has its memory released (the region's
-// release function: its pages go back to the system) and is kept as an
-// address, whose pages come back when it is used again.
+// pool's; past the bound, the memory of other classes' carved buffers is
+// released (the region's release function: its pages go back to the system),
+// the largest first, to keep the one just put back, which the next message of
+// its size takes; one larger than the bound has its own released. Released
+// buffers are kept as addresses, whose pages come back when used again. (Once
+// the bound was met, the buffer put back was the one released: 8 MiB sends
+// then 64 MiB ones faulted 64 MiB of shared pages at both ends per message,
+// 0.1 GB/s where ob1 moved 8: docs/message-path.md round 22.)
 //
 // Carved buffers of the larger classes may also rotate (rotate_within): such
 // a class has as many buffers as fit the given bytes, and hands out the one
@@ -104,8 +109,9 @@ public:
     // bytes; past them freed, or if carved, kept with its memory released.
     void put(void *p, size_t length) noexcept {
         const int c = class_of(length);
-        const bool room = c >= 0 && kept_bytes_ + (size_t{1} << c) <= max_kept_;
         const bool ours = carved(p);
+        const bool room = c >= 0 && (kept_bytes_ + (size_t{1} << c) <= max_kept_ ||
+                                     (ours && release_others(c, size_t{1} << c)));
         if (c >= 0) {
             --in_use_[c];
         }
@@ -150,6 +156,39 @@ private:
         Free *next;
         bool released; // carved, its memory released
     };
+    // Releases the memory of free carved buffers of classes other than c, the
+    // largest first, until size more bytes fit the bound; false, releasing
+    // nothing, if they cannot (allocated buffers count in the bound too).
+    bool release_others(int c, size_t size) noexcept {
+        if (size > max_kept_ || release_ == nullptr) {
+            return false;
+        }
+        const size_t need = kept_bytes_ + size - max_kept_;
+        for (bool act : {false, true}) { // first whether they suffice, then release them
+            size_t freed = 0;
+            for (int k = static_cast<int>(max_shift_); k >= static_cast<int>(min_shift_) && freed < need; --k) {
+                for (Free *f = free_[k]; f != nullptr && k != c && freed < need; f = f->next) {
+                    if (f->released || !carved(f)) {
+                        continue;
+                    }
+                    freed += size_t{1} << k;
+                    if (act) {
+                        Free *const next = f->next; // the link is in the memory released
+                        release_(release_ctx_, f, size_t{1} << k);
+                        f->next = next;
+                        f->released = true;
+                    }
+                }
+            }
+            if (freed < need) {
+                return false;
+            }
+            if (act) {
+                kept_bytes_ -= freed;
+            }
+        }
+        return true;
+    }
     // The buffers class c rotates among (0 or 1: it does not rotate).
     size_t rotation(int c) const noexcept { return (size_t{1} << c) >= rotate_from_ ? rotate_bytes_ >> c : 0; }
     // The class (its shift) of a buffer of length bytes; -1 past the largest.
