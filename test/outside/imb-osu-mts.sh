@@ -1,16 +1,20 @@
 #!/bin/bash
-# An outside check: the Intel MPI Benchmarks, the OSU micro-benchmarks and
-# the MPI Testsuite (HLRS, as kept by Open MPI) with their data checks on,
-# under several PMLs and ubermatch backends.
+# An outside check: the Intel MPI Benchmarks, the OSU micro-benchmarks, the
+# MPI Testsuite (HLRS, as kept by Open MPI) and mpi4py's unit tests with their
+# data checks on, under several PMLs and ubermatch backends.
 #
 #   test/outside/imb-osu-mts.sh [--imb IMB_DIR] [--osu OSU_DIR] [--mts MTS_DIR]
+#                               [--mpi4py MPI4PY_TESTS] [--python PYTHON]
 #                               [--work DIR] [--pmls "ob1 ucx ubermatch"]
 #                               [--backends "auto list ..."] [--np "2 4"] [--timeout S]
 #
 # IMB_DIR is a checkout of github.com/intel/mpi-benchmarks, OSU_DIR an
 # unpacked OSU micro-benchmarks 7.x source tree, MTS_DIR a checkout of
 # github.com/open-mpi/mpi-test-suite (its build needs gengetopt, autoconf,
-# automake); the user brings them, nothing of them is copied into this project. IMB is built with -DCHECK (each
+# automake), MPI4PY_TESTS the test/ folder of a checkout of
+# github.com/mpi4py/mpi4py at the tag of the mpi4py that PYTHON (default
+# /usr/bin/python3) imports (Debian 12: python3-mpi4py 3.1.4, with
+# python3-numpy for its array tests); the user brings them, nothing of them is copied into this project. IMB is built with -DCHECK (each
 # benchmark compares what it received with what was sent and prints a
 # "defects" column), OSU with its configure; both with the installed Open MPI's
 # mpicc, into WORK (default /tmp/imb-osu). Then
@@ -33,36 +37,58 @@
 #    without its MPI-4 partitioned tests (Open MPI 4.1 has none). One-sided
 #    runs get at most 120 s: over osc/rdma and btl/vader (what Open MPI picks
 #    under every PML but ucx) they can hang, vader's CMA reads failing with
-#    EFAULT and retried (docs/imb-osu-mts.md).
+#    EFAULT and retried (docs/imb-osu-mts.md);
+#  - mpi4py's unit tests (runtests.py: point-to-point with probes, matched
+#    probes, persistent and cancelled requests, collectives, one-sided,
+#    datatypes, communicators, errors), at each process count, with MPI
+#    initialised as mpi4py does by default (MPI_THREAD_MULTIPLE) and without
+#    threads; a run passes when mpirun exits 0 and every rank says OK. Without
+#    its spawn and dynamic-process tests: at one process their
+#    MPI_Comm_spawn_multiple now and then waits 300 s for a PMIx lookup and
+#    fails, under ob1 and pml_ucx as under ubermatch (docs/imb-osu-mts.md).
 # Every run leaves out Open MPI's op/avx component: its 8-bit MPI_SUM is wrong
 # in 4.1.4 (a known stock fault that fails OSU's MPI_CHAR reductions).
 # Each PML runs once, and ubermatch once per backend. Outputs go to
 # WORK/out/, one line per run to WORK/results.txt, and the summary to stdout;
 # the exit status is 1 when any run failed. Not part of CI: IMB and OSU take
-# 2-4 minutes a configuration on 2 cores, the MPI Testsuite under a minute.
+# 2-4 minutes a configuration on 2 cores, the MPI Testsuite under a minute,
+# mpi4py's tests seconds.
 # docs/imb-osu-mts.md has a run and what fails under every PML.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-imb="" osu="" mts="" work=/tmp/imb-osu-mts pmls="ob1 ucx ubermatch" backends="auto" nps="2 4" timeout=600
+imb="" osu="" mts="" mpi4py="" python=/usr/bin/python3 work=/tmp/imb-osu-mts pmls="ob1 ucx ubermatch" backends="auto" nps="2 4" timeout=600
 while [ $# -gt 0 ]; do
     case $1 in
     --imb) imb=$2; shift 2 ;;
     --osu) osu=$2; shift 2 ;;
     --mts) mts=$2; shift 2 ;;
+    --mpi4py) mpi4py=$2; shift 2 ;;
+    --python) python=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --pmls) pmls=$2; shift 2 ;;
     --backends) backends=$2; shift 2 ;;
     --np) nps=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
-    -h | --help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "imb-osu-mts.sh: unknown argument $1 (valid: --imb --osu --mts --work --pmls --backends --np --timeout)" >&2
+    -h | --help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "imb-osu-mts.sh: unknown argument $1 (valid: --imb --osu --mts --mpi4py --python --work --pmls --backends --np --timeout)" >&2
        exit 2 ;;
     esac
 done
-if [ -z "$imb$osu$mts" ]; then
-    echo "imb-osu-mts.sh: give one or more of --imb IMB_DIR, --osu OSU_DIR, --mts MTS_DIR (see --help)" >&2
+if [ -z "$imb$osu$mts$mpi4py" ]; then
+    echo "imb-osu-mts.sh: give one or more of --imb IMB_DIR, --osu OSU_DIR, --mts MTS_DIR, --mpi4py MPI4PY_TESTS" \
+        "(see --help)" >&2
     exit 2
+fi
+if [ -n "$mpi4py" ]; then
+    if [ ! -f "$mpi4py/runtests.py" ]; then
+        echo "imb-osu-mts.sh: $mpi4py/runtests.py is missing: give mpi4py's test/ folder" >&2
+        exit 2
+    fi
+    if ! "$python" -c 'import mpi4py' 2> /dev/null; then
+        echo "imb-osu-mts.sh: $python cannot import mpi4py (Debian: apt-get install python3-mpi4py python3-numpy)" >&2
+        exit 2
+    fi
 fi
 for p in $pmls; do
     case $p in ob1 | ucx | ubermatch) ;;
@@ -173,6 +199,26 @@ run_mts() { # config np
     done
 }
 
+run_mpi4py() { # config np
+    local c=$1 np=$2 level f rc s verdict oks
+    for level in multiple single; do
+        local opt=()
+        [ $level = single ] && opt=(--no-threads)
+        f=$work/out/mpi4py-$level-np$np-${c/:/-}
+        rm -rf "$f" "$f.txt"
+        s=$SECONDS
+        # each rank's own file (their lines interleave on one stream): $f/1/rank.R/stderr
+        # shellcheck disable=SC2046
+        timeout "$timeout" mpirun -np "$np" --output-filename "$f" $(mca_of "$c") "$python" \
+            "$mpi4py/runtests.py" "${opt[@]}" -e spawn -e dynproc > "$f.txt" 2>&1
+        rc=$?
+        oks=$(cat "$f"/1/rank.*/stderr 2> /dev/null | grep -c -E '^OK( |$)')
+        verdict=pass
+        if [ $rc -ne 0 ] || [ "$oks" -ne "$np" ]; then verdict=FAIL; fi
+        record "$c" m4py "runtests-$level" "$np" $verdict checked $((SECONDS - s))
+    done
+}
+
 run_osu() { # config
     local c=$1 p b np f rc s verdict data
     # osu_bw_fan_in and _fan_out refuse to run on one node
@@ -212,6 +258,9 @@ for c in "${configs[@]}"; do
     [ -n "$osu" ] && run_osu "$c"
     if [ -n "$mts" ]; then
         for np in $nps; do run_mts "$c" "$np"; done
+    fi
+    if [ -n "$mpi4py" ]; then
+        for np in $nps; do run_mpi4py "$c" "$np"; done
     fi
 done
 
