@@ -571,8 +571,9 @@ TEST_CASE("protocol: the buffer pool reuses a class's buffers and bounds what it
 }
 
 // Past the bound, the buffer just put back keeps its memory and other
-// classes' carved buffers give theirs, the largest first: a run of large
-// messages after smaller ones must not fault its buffer's pages in each time.
+// classes' carved buffers give theirs, those of the class used longest ago
+// first: a run of large messages after smaller ones (or of small ones after
+// large ones) must not fault its buffer's pages in each time.
 TEST_CASE("protocol: the buffer pool keeps the buffer just put back, releasing others", "[protocol]") {
     alignas(4096) static unsigned char region[16 * 4096];
     struct Punch { // as the arena's hole punching: the memory reads back as zeros
@@ -593,8 +594,8 @@ TEST_CASE("protocol: the buffer pool keeps the buffer just put back, releasing o
     pool.put(a8, 8192);
     CHECK(pool.kept_bytes() == 4 * 4096);
     CHECK(punch.calls.empty());
-    pool.put(a16, 16384); // the bound: the 8 KiB buffer first, then both of 4 KiB
-    CHECK(punch.calls == std::vector<std::pair<void *, size_t>>{{a8, 8192}, {b4, 4096}, {a4, 4096}});
+    pool.put(a16, 16384); // the bound: the 4 KiB class's, put back first, then the 8 KiB one's
+    CHECK(punch.calls == std::vector<std::pair<void *, size_t>>{{b4, 4096}, {a4, 4096}, {a8, 8192}});
     CHECK(pool.kept_bytes() == 4 * 4096);
     CHECK(pool.get(16384) == a16);
     CHECK(pool.kept_bytes() == 0);
@@ -616,6 +617,15 @@ TEST_CASE("protocol: the buffer pool keeps the buffer just put back, releasing o
     pool.put(big, 32768);
     CHECK(punch.calls == std::vector<std::pair<void *, size_t>>{{big, 32768}});
     CHECK(pool.kept_bytes() == 4 * 4096);
+    // A large one after small ones, then a small one after it: each time the
+    // others give their memory, the one just put back keeps its own.
+    punch.calls.clear();
+    pool.put(a16, 16384);
+    CHECK(punch.calls == std::vector<std::pair<void *, size_t>>{{a8, 8192}, {b4, 4096}, {a4, 4096}});
+    REQUIRE(pool.get(4096) == b4); // the newest of its class
+    pool.put(b4, 4096);
+    CHECK(punch.calls.back() == std::make_pair(a16, size_t{16384}));
+    CHECK(pool.kept_bytes() == 4096);
 }
 
 // Buffers of the classes that rotate (rotate_within) come back in turns: the

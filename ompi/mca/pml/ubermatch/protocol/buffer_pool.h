@@ -13,8 +13,9 @@
 // there while the region has room, else allocates. Carved buffers stay the
 // pool's; past the bound, the memory of other classes' carved buffers is
 // released (the region's release function: its pages go back to the system),
-// the largest first, to keep the one just put back, which the next message of
-// its size takes; one larger than the bound has its own released. Released
+// those of the class put back to longest ago first, to keep the one just put
+// back, which the next message of its size takes; one larger than the bound
+// has its own released. Released
 // buffers are kept as addresses, whose pages come back when used again. (Once
 // the bound was met, the buffer put back was the one released: 8 MiB sends
 // then 64 MiB ones faulted 64 MiB of shared pages at both ends per message,
@@ -29,9 +30,11 @@
 #ifndef UBERMATCH_PROTOCOL_BUFFER_POOL_H
 #define UBERMATCH_PROTOCOL_BUFFER_POOL_H
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 
 namespace ubermatch::protocol {
 
@@ -110,6 +113,9 @@ public:
     void put(void *p, size_t length) noexcept {
         const int c = class_of(length);
         const bool ours = carved(p);
+        if (c >= 0) {
+            last_put_[c] = ++puts_;
+        }
         const bool room = c >= 0 && (kept_bytes_ + (size_t{1} << c) <= max_kept_ ||
                                      (ours && release_others(c, size_t{1} << c)));
         if (c >= 0) {
@@ -156,18 +162,29 @@ private:
         Free *next;
         bool released; // carved, its memory released
     };
-    // Releases the memory of free carved buffers of classes other than c, the
-    // largest first, until size more bytes fit the bound; false, releasing
-    // nothing, if they cannot (allocated buffers count in the bound too).
+    // Releases the memory of free carved buffers of classes other than c,
+    // those of the class put back to longest ago first, until size more bytes
+    // fit the bound; false, releasing nothing, if they cannot (allocated
+    // buffers count in the bound too). Past the bound only: a sort of the
+    // classes by last use is cheap there.
     bool release_others(int c, size_t size) noexcept {
         if (size > max_kept_ || release_ == nullptr) {
             return false;
         }
+        int order[kShifts];
+        int n = 0;
+        for (int k = static_cast<int>(min_shift_); k <= static_cast<int>(max_shift_); ++k) {
+            if (k != c && free_[k] != nullptr) {
+                order[n++] = k;
+            }
+        }
+        std::sort(order, order + n, [this](int a, int b) { return last_put_[a] < last_put_[b]; });
         const size_t need = kept_bytes_ + size - max_kept_;
         for (bool act : {false, true}) { // first whether they suffice, then release them
             size_t freed = 0;
-            for (int k = static_cast<int>(max_shift_); k >= static_cast<int>(min_shift_) && freed < need; --k) {
-                for (Free *f = free_[k]; f != nullptr && k != c && freed < need; f = f->next) {
+            for (int i = 0; i < n && freed < need; ++i) {
+                const int k = order[i];
+                for (Free *f = free_[k]; f != nullptr && freed < need; f = f->next) {
                     if (f->released || !carved(f)) {
                         continue;
                     }
@@ -214,6 +231,8 @@ private:
     Free *last_[kShifts] = {};    // the last of free_'s list
     size_t count_[kShifts] = {};  // free buffers
     size_t in_use_[kShifts] = {}; // handed out, not put back
+    uint64_t last_put_[kShifts] = {}; // per class, puts_ at its last put
+    uint64_t puts_ = 0;
 };
 
 } // namespace ubermatch::protocol
