@@ -14,7 +14,8 @@
 # automake), MPI4PY_TESTS the test/ folder of a checkout of
 # github.com/mpi4py/mpi4py at the tag of the mpi4py that PYTHON (default
 # /usr/bin/python3) imports (Debian 12: python3-mpi4py 3.1.4, with
-# python3-numpy for its array tests); the user brings them, nothing of them is copied into this project. IMB is built with -DCHECK (each
+# python3-numpy for its array tests); the user brings them, nothing of them is
+# copied into this project. IMB is built with -DCHECK (each
 # benchmark compares what it received with what was sent and prints a
 # "defects" column), OSU with its configure; both with the installed Open MPI's
 # mpicc, into WORK (default /tmp/imb-osu). Then
@@ -70,7 +71,7 @@ while [ $# -gt 0 ]; do
     --backends) backends=$2; shift 2 ;;
     --np) nps=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
-    -h | --help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,57p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "imb-osu-mts.sh: unknown argument $1 (valid: --imb --osu --mts --mpi4py --python --work --pmls --backends --np --timeout)" >&2
        exit 2 ;;
     esac

@@ -15,11 +15,11 @@
 // released (the region's release function: its pages go back to the system),
 // those of the class put back to longest ago first, to keep the one just put
 // back, which the next message of its size takes; one larger than the bound
-// has its own released. Released
-// buffers are kept as addresses, whose pages come back when used again. (Once
-// the bound was met, the buffer put back was the one released: 8 MiB sends
-// then 64 MiB ones faulted 64 MiB of shared pages at both ends per message,
-// 0.1 GB/s where ob1 moved 8: docs/message-path.md round 22.)
+// has its own released. Released buffers are kept as addresses, whose pages
+// come back when used again. (Once the bound was met, the buffer put back used
+// to be the one released: 64 MiB strided sends after 8 MiB ones faulted
+// 64 MiB of shared pages in at both ends per message: docs/message-path.md
+// round 22.)
 //
 // Carved buffers of the larger classes may also rotate (rotate_within): such
 // a class has as many buffers as fit the given bytes, and hands out the one
@@ -114,13 +114,11 @@ public:
         const int c = class_of(length);
         const bool ours = carved(p);
         if (c >= 0) {
+            --in_use_[c];
             last_put_[c] = ++puts_;
         }
         const bool room = c >= 0 && (kept_bytes_ + (size_t{1} << c) <= max_kept_ ||
                                      (ours && release_others(c, size_t{1} << c)));
-        if (c >= 0) {
-            --in_use_[c];
-        }
         if (!ours && !room) {
             std::free(p);
             return;
