@@ -217,6 +217,7 @@ static int send_start(mca_pml_ubermatch_request_t *req)
     um_proto_peer_t *peer = mca_pml_ubermatch_peer(comm, req->peer);
     const void *data = mca_pml_ubermatch_contiguous_base(req->buf, req->count, req->datatype);
     mca_pml_ubermatch_request_t *wire = req; /* the request the transfer completes */
+    bool packing = false;
     um_hint_t hint;
     int rc;
 
@@ -252,22 +253,21 @@ static int send_start(mca_pml_ubermatch_request_t *req)
         wire->packed = copy;
         data = copy;
     } else if (NULL == data && size > 0) {
-        req->packed = um_proto_send_buffer(mca_pml_ubermatch.proto, size);
-        if (NULL == req->packed) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        /* Packed by the protocol as it sends: where it can, after the record
-         * went out, while the receiver unpacks; through UCX, by UCX fragment
-         * by fragment. The convertor is cleaned when the request is released. */
+        /* Packed by the protocol as it sends, into a buffer it takes where it
+         * needs one (req->packed, given back when the request completes):
+         * where it can, after the record went out, while the receiver
+         * unpacks; through UCX, by UCX fragment by fragment, with no buffer.
+         * The convertor is cleaned when the request is released. */
+        packing = true;
         convertor_clean(req);
         mca_pml_ubermatch_gather_init(&req->gather, &req->convertor, req->buf, req->count, req->datatype);
         req->convertor_used = !req->gather.strided;
     }
 
     mca_pml_ubermatch_hint(req->tag, size, comm, &hint);
-    if (NULL != req->packed) {
+    if (packing) {
         rc = um_proto_send_packing(mca_pml_ubermatch.proto, mca_pml_ubermatch_comm(comm), peer,
-                                   req->peer, req->tag, &hint, req->packed, size,
+                                   req->peer, req->tag, &hint, &req->packed, size,
                                    MCA_PML_BASE_SEND_SYNCHRONOUS == req->mode, &wire->send, wire,
                                    mca_pml_ubermatch_gather, &req->gather,
                                    mca_pml_ubermatch_gather_rows(&req->gather));
@@ -278,7 +278,7 @@ static int send_start(mca_pml_ubermatch_request_t *req)
     }
     if (OPAL_UNLIKELY(UM_PROTO_OK != rc)) {
         release_packed(req);
-        return OMPI_ERROR;
+        return UM_PROTO_NOMEM == rc ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERROR;
     }
     if (wire != req) {
         send_status(req);

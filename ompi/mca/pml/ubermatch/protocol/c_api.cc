@@ -166,13 +166,13 @@ int um_proto_send(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *pee
 }
 
 int um_proto_send_packing(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer, int32_t dst,
-                          int32_t tag, const um_hint_t *hint, void *buffer, size_t length, int sync,
+                          int32_t tag, const um_hint_t *hint, void **buffer, size_t length, int sync,
                           um_proto_send_op_t *op, void *cookie, um_proto_pack_fn pack, void *pack_arg,
                           int rows) {
     const ubermatch::protocol::Packer packer{pack, pack_arg, rows != 0, false};
-    return cxx(proto)->send(cxx(comm), cxx(peer), dst, tag, hint != nullptr ? *hint : kNoHint, buffer,
+    return cxx(proto)->send(cxx(comm), cxx(peer), dst, tag, hint != nullptr ? *hint : kNoHint, *buffer,
                             length, sync != 0, reinterpret_cast<ubermatch::protocol::SendOp *>(op), cookie,
-                            &packer);
+                            &packer, buffer);
 }
 
 int um_proto_send_now(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer,

@@ -107,6 +107,15 @@ void Protocol::start() {
     if (std::getenv("UCX_RNDV_SCHEME") == nullptr) {
         ucp_config_modify(config, "RNDV_SCHEME", "get_zcopy");
     }
+    // UCX's shared-memory transports copy in segments of 8 KiB, a pack or
+    // unpack call and a FIFO element each: windows of 1-4 MiB packed by UCX
+    // (kUcxPacksMin) moved 1.3-1.6x the bandwidth in segments of 32 KiB,
+    // ob1's fragment size, for ~1.5 MB more a process (docs/message-path.md
+    // round 23). Unless the user chose.
+    if (std::getenv("UCX_MM_SEG_SIZE") == nullptr && std::getenv("UCX_POSIX_SEG_SIZE") == nullptr &&
+        std::getenv("UCX_SYSV_SEG_SIZE") == nullptr) {
+        ucp_config_modify(config, "MM_SEG_SIZE", kMmSegSize);
+    }
     // Threads waiting in progress starve a sending thread of UCX's default
     // spinlock (seen over TCP, where progress holds it through a system call):
     // ask for its mutex, unless the user chose.

@@ -96,6 +96,9 @@ class Protocol;
 // rounds 1 and 5: below 32 KiB UCX's rendezvous costs more than an eager copy;
 // from 64 KiB its single copy beats the eager fragments, 0.6x the latency).
 constexpr const char *kRndvThresh = "64k";
+// The segment of UCX's shared-memory transports (UCX_MM_SEG_SIZE; UCX's own
+// 8 KiB): see Protocol's constructor.
+constexpr const char *kMmSegSize = "32k";
 // To a peer UCX reaches with a single-copy transport (CMA, KNEM, XPMEM), and
 // unless the user set the threshold, rendezvous from here (the ring takes what
 // is smaller, up to its limit): at np 2, 36-56 KiB 0.59-0.69x the latency and
@@ -373,10 +376,12 @@ public:
     um_proto_faults_t faults();
 
     // packer: data (a send buffer) is packed by it, in order; where it goes
-    // as a pull from the arena the record goes first (send.cc).
+    // as a pull from the arena the record goes first (send.cc). data null: a
+    // buffer is taken (send_buffer) only where it is packed into, and left in
+    // *taken for the caller to give back once the send completed.
     int send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
              const void *data, size_t length, bool sync, SendOp *op, void *cookie,
-             const Packer *packer = nullptr);
+             const Packer *packer = nullptr, void **taken = nullptr);
     // Buffers of packed sends (um_proto_send_buffer).
     void *send_buffer(size_t length) noexcept {
         Guard pool(pool_lock());

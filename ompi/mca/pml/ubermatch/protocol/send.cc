@@ -15,7 +15,7 @@ static int copy_piece(void *data, size_t offset, void *dest, size_t length) {
 
 int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hint_t &hint,
                    const void *data, size_t length, bool sync, SendOp *op, void *cookie,
-                   const Packer *packer) {
+                   const Packer *packer, void **taken) {
     if (dst < 0 || dst >= comm->remote_size) {
         return UM_PROTO_ERROR;
     }
@@ -35,24 +35,33 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
             packer = &copier;
         }
     }
-    // Packing streams only into a pull from the arena, by the sender that has
-    // the ring's packing slot; to a peer no ring reaches, UCX packs as it
-    // sends (to another node from kUcxPacksMin), and so it does from
-    // kUcxPacksMin behind other pulls to the same peer (a window: see
-    // kUcxPacksMin); anything else is packed whole now.
+    // To a peer no ring reaches, UCX packs as it sends (to another node from
+    // kUcxPacksMin), and so it does from kUcxPacksMin behind other pulls to
+    // the same peer (a window: see kUcxPacksMin). Else the data needs a
+    // buffer (taken here when the glue left it to us: a window's UCX-packed
+    // sends took one each, never written, whose pages the pool then released,
+    // docs/message-path.md round 23); packing streams into it only for a pull
+    // from the arena, by the sender that has the ring's packing slot; anything
+    // else is packed whole now.
     const Packer *ucx_packs = nullptr;
     if (packer != nullptr) {
         if (packer != &copier) { // a staged send's was asked above
             in_window = windowed(*peer, length);
         }
-        if (in_window || !take_pack_slot(*peer, data, length)) {
-            if (in_window || (send_pack_dt_ != 0 && (peer->local || length >= kUcxPacksMin) &&
-                             __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing)) {
-                ucx_packs = packer; // (kNoRing is for good: no path below touches data)
-            } else if (!pack_all(*packer, data, length)) {
-                return UM_PROTO_ERROR;
-            }
+        if (in_window || (send_pack_dt_ != 0 && (peer->local || length >= kUcxPacksMin) &&
+                          __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing)) {
+            ucx_packs = packer; // (kNoRing is for good: no path below touches data)
             packer = nullptr;
+        } else {
+            if (data == nullptr && (data = *taken = send_buffer(length)) == nullptr) {
+                return UM_PROTO_NOMEM;
+            }
+            if (!take_pack_slot(*peer, data, length)) {
+                if (!pack_all(*packer, data, length)) {
+                    return UM_PROTO_ERROR;
+                }
+                packer = nullptr;
+            }
         }
     }
     op->owner = this;

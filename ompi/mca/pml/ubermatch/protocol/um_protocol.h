@@ -243,8 +243,12 @@ int um_proto_send(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *pee
  * 0, or nonzero when it could not. */
 typedef int (*um_proto_pack_fn)(void *arg, size_t offset, void *dest, size_t length);
 
-/* um_proto_send of length bytes that pack(pack_arg, ...) writes into buffer
- * (from um_proto_send_buffer), in order, before the call returns. Where the
+/* um_proto_send of length bytes that pack(pack_arg, ...) writes into *buffer
+ * (from um_proto_send_buffer), in order, before the call returns, or that UCX
+ * packs as it sends (to a peer no ring reaches, and in windows of large ones).
+ * *buffer NULL: the call takes one from um_proto_send_buffer only where it
+ * packs into it and leaves it in *buffer, for the caller to give back once
+ * the send completed, or after a failed call (UM_PROTO_NOMEM: none). Where the
  * send goes as a pull from this process's shared memory (single-threaded),
  * its record goes out first and the receiver unpacks each piece once it is
  * packed: packing and unpacking overlap. Elsewhere all is packed first.
@@ -255,7 +259,7 @@ typedef int (*um_proto_pack_fn)(void *arg, size_t offset, void *dest, size_t len
  * buffer by words (with threads, by one thread at a time; protocol.h,
  * kPackStage). */
 int um_proto_send_packing(um_proto_t *proto, um_proto_comm_t *comm, um_proto_peer_t *peer, int32_t dst,
-                          int32_t tag, const um_hint_t *hint, void *buffer, size_t length, int sync,
+                          int32_t tag, const um_hint_t *hint, void **buffer, size_t length, int sync,
                           um_proto_send_op_t *op, void *cookie, um_proto_pack_fn pack, void *pack_arg,
                           int rows);
 
