@@ -49,6 +49,7 @@ struct Op {
     std::vector<unsigned char> unpacked; // receives without a contiguous buffer: the last message
     int unpack_messages = 0;             // messages unpacked (calls at offset 0)
     int unpack_pieces = 0;               // calls of the unpack callback
+    const void *unpack_from = nullptr;   // where the last message's first piece was read
     bool unpack_out_of_order = false;    // a piece not where the last one ended
     int refuse_piece = -1;               // the unpack callback refuses its call of this index (from 0)
     int calls_after_refusal = 0;         // calls of the unpack callback after it refused one
@@ -97,6 +98,7 @@ inline int recv_unpack(void *cookie, size_t offset, const void *data, size_t len
     }
     if (offset == 0) {
         op->unpacked.clear();
+        op->unpack_from = data;
         ++op->unpack_messages;
     } else if (offset != op->unpacked.size()) {
         op->unpack_out_of_order = true;

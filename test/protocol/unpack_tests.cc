@@ -5,6 +5,9 @@
 // arena_tests.cc.
 #include "test/protocol/pair.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 using namespace prototest;
 
 namespace {
@@ -70,5 +73,42 @@ TEST_CASE("protocol: a piece the glue refuses fails its receive, not the send, t
         const uint64_t read = shm_of(p.b).pulls_read;
         refused_then_whole(p, p.ca, p.cb, 1, 600000, 1, true);
         CHECK(shm_of(p.b).pulls_read == read + 2);
+    }
+}
+
+// A rendezvous into a non-contiguous receive past kRndvUnpackMax lands in
+// scratch memory and is unpacked from there in one piece; the scratch comes
+// from a pool that keeps it, mapped and its pages resident, for the next one
+// (malloc'd and freed per message, a window of such receives faulted all its
+// pages in afresh each time: docs/message-path.md round 23).
+TEST_CASE("protocol: a rendezvous receive's scratch memory is kept for the next", "[protocol]") {
+    Pair p;
+    um_proto_comm_t *ca = p.comm(p.a, 22);
+    um_proto_comm_t *cb = p.comm(p.b, 22);
+    const size_t n = ubermatch::protocol::kRndvUnpackMax * 2;
+    const auto m = pattern(n, 22);
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const void *scratch = nullptr;
+    for (int i = 0; i < 3; ++i) {
+        INFO("message " << i);
+        Op s, r;
+        REQUIRE(p.post(cb, 0, 5, nullptr, n, r) == UM_PROTO_OK);
+        REQUIRE(p.send(ca, 5, m.data(), n, s) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.status == UM_PROTO_OK);
+        CHECK(r.unpacked == m);
+        CHECK(r.unpack_pieces == 1); // from the scratch, whole
+        REQUIRE(r.unpack_from != nullptr);
+        // After the receive: still mapped, every page resident.
+        const auto addr = reinterpret_cast<uintptr_t>(r.unpack_from) & ~(page - 1);
+        const size_t span = reinterpret_cast<uintptr_t>(r.unpack_from) + n - addr;
+        std::vector<unsigned char> resident((span + page - 1) / page);
+        REQUIRE(mincore(reinterpret_cast<void *>(addr), span, resident.data()) == 0);
+        CHECK(std::count_if(resident.begin(), resident.end(), [](unsigned char v) { return v & 1; }) ==
+              static_cast<std::ptrdiff_t>(resident.size()));
+        if (scratch != nullptr) {
+            CHECK(r.unpack_from == scratch); // the same memory again
+        }
+        scratch = r.unpack_from;
     }
 }

@@ -159,9 +159,10 @@ const ucp_generic_dt_ops_t Protocol::kRndvUnpackOps = {
 
 // Rendezvous: straight into a contiguous buffer that can take it all; into a
 // non-contiguous one through the unpack callback in the pieces UCX receives
-// (up to kRndvUnpackMax, or of any size that UCX packs at the sender); else
-// into scratch memory (larger, or truncated: UCX would abort on a receive
-// smaller than the message). No memory for that: the receive fails with
+// (up to kRndvUnpackMax, of any size that UCX packs at the sender, and past
+// kRndvScratchInFlight of scratch out); else into scratch memory (larger, or
+// truncated: UCX would abort on a receive smaller than the message), from
+// rndv_scratch_. No memory for that: the receive fails with
 // UM_PROTO_NOMEM and the sender's data is released. Not injected: with UCX
 // 1.13.1, releasing a rendezvous descriptor unreceived was seen to complete the
 // sender's next rendezvous send before its data was read (test alloc_faults,
@@ -169,16 +170,21 @@ const ucp_generic_dt_ops_t Protocol::kRndvUnpackOps = {
 void Protocol::deliver_rndv(um_proto_recv_t *recv, Message *msg) noexcept {
     auto *op = new (std::nothrow) RndvOp{this, recv, msg, nullptr, false};
     void *dest = recv->buffer;
-    const bool unpack = dest == nullptr && msg->length <= recv->capacity &&
-                        (msg->length <= kRndvUnpackMax || (msg->hdr.flags & kFlagUcxPacks)) &&
-                        rndv_unpack_dt_ != 0;
-    if (op != nullptr && !unpack && (dest == nullptr || msg->length > recv->capacity)) {
-        op->scratch = std::malloc(std::max<size_t>(msg->length, 1));
-        dest = op->scratch;
-        if (dest == nullptr) {
-            delete op;
-            op = nullptr;
+    const size_t length = std::max<size_t>(msg->length, 1);
+    bool unpack = false;
+    if (op != nullptr && (dest == nullptr || msg->length > recv->capacity)) {
+        Guard pool(pool_lock());
+        unpack = dest == nullptr && msg->length <= recv->capacity && rndv_unpack_dt_ != 0 &&
+                 (msg->length <= kRndvUnpackMax || (msg->hdr.flags & kFlagUcxPacks) ||
+                  scratch_out_ + length > kRndvScratchInFlight);
+        if (!unpack) {
+            dest = op->scratch = rndv_scratch_.get(length);
+            scratch_out_ += dest != nullptr ? length : 0;
         }
+    }
+    if (op != nullptr && !unpack && dest == nullptr) { // no memory for the scratch
+        delete op;
+        op = nullptr;
     }
     if (op == nullptr) {
         ++lost_;
@@ -265,7 +271,9 @@ void Protocol::rndv_cb(void *request, ucs_status_t status, size_t, void *user_da
         if (status == UCS_OK) {
             unpacked = self->copy_out(recv, op->scratch, std::min(length, recv->capacity));
         }
-        std::free(op->scratch);
+        Guard pool(self->pool_lock());
+        self->rndv_scratch_.put(op->scratch, std::max<size_t>(length, 1));
+        self->scratch_out_ -= std::max<size_t>(length, 1);
     }
     if (request != nullptr) {
         ucp_request_free(request);

@@ -184,6 +184,14 @@ constexpr size_t kSendRotate = size_t{1} << 20;
 // ahead from 2 MiB (strided, np 2: 0.82-0.89x at 2 MiB, 0.83x at 4-8 MiB,
 // 1.25-1.61x at 64 KiB - 1 MiB; docs/message-path.md round 10).
 constexpr size_t kRndvUnpackMax = 1024 * 1024;
+// The scratch memory of such receives comes from a pool that keeps this many
+// bytes of it, and beyond this many in flight a receive that fits is unpacked
+// as UCX receives it: malloc'd and freed per message, windows of 64
+// contiguous sends of 2-4 MiB into non-contiguous receives through UCX faulted
+// all their scratch pages in afresh every window (0.2-1.2 GB/s; now 4-9,
+// docs/message-path.md round 23).
+constexpr size_t kRndvScratchKept = size_t{64} << 20;
+constexpr size_t kRndvScratchInFlight = size_t{64} << 20;
 
 // Contiguous pulls staged through the arena (shm_stage_max) in flight at once,
 // in bytes: the pages the send buffers keep (kSendKept); past them a staged
@@ -708,6 +716,11 @@ private:
     // of free ones kept with their memory.
     // After arena_: gone before it.
     BufferPool send_buffers_{12, 26, kSendKept};
+    // Under pool_lock_: scratch memory of rendezvous receives (delivery.cc),
+    // 4 KiB - 64 MiB classes, kRndvScratchKept kept; scratch_out_ bytes of it in
+    // flight (kRndvScratchInFlight).
+    BufferPool rndv_scratch_{12, 26, kRndvScratchKept};
+    size_t scratch_out_ = 0;
     std::unique_ptr<unsigned char[]> pack_stage_; // take_stage(), made on first use
     SpinLock stage_lock_;                         // with threads: pack_stage_ taken
     StageChoice stage_choice_;                    // stream(): rows through pack_stage_ or straight
