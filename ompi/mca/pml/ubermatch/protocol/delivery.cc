@@ -271,9 +271,10 @@ void Protocol::rndv_cb(void *request, ucs_status_t status, size_t, void *user_da
         if (status == UCS_OK) {
             unpacked = self->copy_out(recv, op->scratch, std::min(length, recv->capacity));
         }
+        const size_t taken = std::max<size_t>(length, 1); // as deliver_rndv took it
         Guard pool(self->pool_lock());
-        self->rndv_scratch_.put(op->scratch, std::max<size_t>(length, 1));
-        self->scratch_out_ -= std::max<size_t>(length, 1);
+        self->rndv_scratch_.put(op->scratch, taken);
+        self->scratch_out_ -= taken;
     }
     if (request != nullptr) {
         ucp_request_free(request);

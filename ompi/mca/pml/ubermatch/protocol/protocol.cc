@@ -5,15 +5,37 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "matching/registry.h"
 #include "matching/trace.h"
 
 namespace ubermatch::protocol {
+
+namespace {
+
+// Our choice of a UCX setting (the variable's name without "UCX_"), unless the
+// user made one in the environment: UCX_<name>, or a name in `also` that UCX
+// reads for the same setting.
+void choose_unless_set(ucp_config_t *config, const char *name, const char *value,
+                       std::initializer_list<const char *> also = {}) {
+    if (std::getenv((std::string("UCX_") + name).c_str()) != nullptr) {
+        return;
+    }
+    for (const char *other : also) {
+        if (std::getenv(other) != nullptr) {
+            return;
+        }
+    }
+    ucp_config_modify(config, name, value);
+}
+
+} // namespace
 
 Protocol::Protocol(const um_proto_config_t &config, const um_proto_callbacks_t &callbacks)
     : backend_(config.backend != nullptr ? config.backend : ""), params_(config.params),
@@ -104,23 +126,18 @@ void Protocol::start() {
     // the tag API does between processes of a node) gave 0.98-1.12
     // (docs/message-path.md). Where no get is possible UCX falls back by
     // itself. Unless the user chose.
-    if (std::getenv("UCX_RNDV_SCHEME") == nullptr) {
-        ucp_config_modify(config, "RNDV_SCHEME", "get_zcopy");
-    }
+    choose_unless_set(config, "RNDV_SCHEME", "get_zcopy");
     // UCX's shared-memory transports copy in segments of 8 KiB, a pack or
     // unpack call and a FIFO element each: windows of 1-4 MiB packed by UCX
     // (kUcxPacksMin) moved 1.3-1.6x the bandwidth in segments of 32 KiB,
     // ob1's fragment size, for ~1.5 MB more a process (docs/message-path.md
     // round 23). Unless the user chose.
-    if (std::getenv("UCX_MM_SEG_SIZE") == nullptr && std::getenv("UCX_POSIX_SEG_SIZE") == nullptr &&
-        std::getenv("UCX_SYSV_SEG_SIZE") == nullptr) {
-        ucp_config_modify(config, "MM_SEG_SIZE", kMmSegSize);
-    }
+    choose_unless_set(config, "MM_SEG_SIZE", kMmSegSize, {"UCX_POSIX_SEG_SIZE", "UCX_SYSV_SEG_SIZE"});
     // Threads waiting in progress starve a sending thread of UCX's default
     // spinlock (seen over TCP, where progress holds it through a system call):
     // ask for its mutex, unless the user chose.
-    if (thread_multiple_ && std::getenv("UCX_USE_MT_MUTEX") == nullptr) {
-        ucp_config_modify(config, "USE_MT_MUTEX", "y");
+    if (thread_multiple_) {
+        choose_unless_set(config, "USE_MT_MUTEX", "y");
     }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
