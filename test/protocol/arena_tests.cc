@@ -696,3 +696,44 @@ TEST_CASE("protocol: in a window of large packed sends, those behind a pull are 
         }
     }
 }
+
+// With the rings up but pulls off (pml_ubermatch_shm_pull 0), a packed send
+// larger than a ring carries goes through UCX: from kUcxPacksMin UCX packs it
+// as it sends, taking no buffer (packed whole, a window of them outgrew the
+// pool's kept pages); below, it is packed whole, as is one for a ring.
+TEST_CASE("protocol: with pulls off, a large packed send is packed by UCX, not whole", "[protocol][shm][pack]") {
+    Pair p(0, 1024); // rings of 1 KiB messages, no pulls
+    um_proto_comm_t *ca = p.comm(p.a, 26);
+    um_proto_comm_t *cb = p.comm(p.b, 26);
+    ring_up(p, ca, cb);
+    const um_hint_t hint{};
+    const size_t big = ubermatch::protocol::kUcxPacksMin;
+    const auto m = pattern(2 * big, 26);
+    int tag = 0;
+    for (const size_t n : {size_t{1000}, big / 4, big, 2 * big}) {
+        INFO(n << " bytes");
+        Packing pk(m.data());
+        pk.sender = p.a;
+        Op s, r;
+        void *buffer = nullptr; // as the glue passes it: taken where packed into
+        const uint64_t ring_sent = shm_of(p.a).sent;
+        REQUIRE(um_proto_send_packing(p.a, ca, p.a_to_b, 1, ++tag, &hint, &buffer, n, 0, &s.send, &s,
+                                      Packing::pack, &pk, 0) == UM_PROTO_OK);
+        std::vector<unsigned char> buf(n);
+        REQUIRE(p.post(cb, 0, tag, buf.data(), n, r) == UM_PROTO_OK);
+        REQUIRE(p.until([&] { return r.done && s.done; }));
+        CHECK(r.status == UM_PROTO_OK);
+        CHECK(s.status == UM_PROTO_OK);
+        CHECK(std::equal(buf.begin(), buf.end(), m.begin()));
+        CHECK(shm_of(p.a).pulls_sent == 0);
+        CHECK(shm_of(p.a).sent - ring_sent == (n <= 1000 ? 1u : 0u));
+        if (n >= big) {
+            CHECK(buffer == nullptr);    // no buffer taken
+            CHECK(pk.calls.size() > 1); // UCX packs fragment by fragment
+        } else {
+            REQUIRE(buffer != nullptr); // packed whole into it
+            CHECK(pk.calls.size() == 1);
+            um_proto_send_buffer_return(p.a, buffer, n);
+        }
+    }
+}

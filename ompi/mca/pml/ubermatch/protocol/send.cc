@@ -36,21 +36,28 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
         }
     }
     // To a peer no ring reaches, UCX packs as it sends (to another node from
-    // kUcxPacksMin), and so it does from kUcxPacksMin behind other pulls to
-    // the same peer (a window: see kUcxPacksMin). Else the data needs a
+    // kUcxPacksMin). So it does from kUcxPacksMin for a message no ring
+    // carries (neither a pull nor eager: with pulls off, packed whole first,
+    // windows of 1-4 MiB outgrew the pages the pool keeps and ran at 0.3-0.9
+    // GB/s; below 1 MiB packing whole was faster, docs/message-path.md round
+    // 24) and behind other pulls to the same peer (a window: see
+    // kUcxPacksMin). Else the data needs a
     // buffer (taken here when the glue left it to us: a window's UCX-packed
     // sends took one each, never written, whose pages the pool then released,
     // docs/message-path.md round 23); packing streams into it only for a pull
     // from the arena, by the sender that has the ring's packing slot; anything
     // else is packed whole now.
+    const bool pull = shm_pull_ && pull_size(length);
+    const bool by_ring = pull || (!sync && length <= shm_limit_); // if a ring is up
     const Packer *ucx_packs = nullptr;
     if (packer != nullptr) {
         if (packer != &copier) { // a staged send's was asked above
             in_window = windowed(*peer, length);
         }
-        if (in_window || (send_pack_dt_ != 0 && (peer->local || length >= kUcxPacksMin) &&
-                          __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing)) {
-            ucx_packs = packer; // (kNoRing is for good: no path below touches data)
+        const bool no_ring = __atomic_load_n(&peer->shm, __ATOMIC_RELAXED) == Peer::kNoRing;
+        if (in_window || (send_pack_dt_ != 0 && ((no_ring && peer->local) ||
+                                                 (length >= kUcxPacksMin && (no_ring || !by_ring))))) {
+            ucx_packs = packer; // no path below touches data (kNoRing is for good)
             packer = nullptr;
         } else {
             if (data == nullptr && (data = *taken = send_buffer(length)) == nullptr) {
@@ -72,10 +79,9 @@ int Protocol::send(Comm *comm, Peer *peer, int32_t dst, int32_t tag, const um_hi
                          static_cast<uint16_t>(sync ? kFlagSync : 0), 0,
                          reinterpret_cast<uint64_t>(op)};
     bool numbered = false; // push_shared took the message's number
-    const bool pull = shm_pull_ && pull_size(length);
     if (ucx_packs != nullptr) {
         // UCX packs it as it sends: no ring path (each takes data as it is)
-    } else if (thread_multiple_ && (pull || (!sync && length <= shm_limit_))) {
+    } else if (thread_multiple_ && by_ring) {
         Push pushed = push_shared(comm, peer, dst, data, length, op, pull, packer);
         if (pushed == Push::kUnpacked) {
             give_pack_slot(*peer);
