@@ -17,6 +17,7 @@
 #include "matching/overtake.h"
 #include "matching/registry.h"
 #include "test/engine/oracle.h"
+#include "test/engine/parallel.h"
 #include "test/engine/test_options.h"
 #include "test/engine/workload.h"
 
@@ -205,18 +206,26 @@ TEST_CASE("batches give what the same calls one by one give, for every backend",
     runs.push_back({"overtake, timers on", "overtake", nullptr, true});
     runs.push_back({"list, timers on", "list", nullptr, true});
     const uint64_t ops = std::max<uint64_t>(opt.ops / 4, 8000);
-    for (const Run &r : runs) {
+    // Catch2 enters this body once per section: the runs are made on the first.
+    static std::vector<Lockstep> results = run_all<Lockstep>(runs.size() * mixes.size(), [&](size_t i) {
+        const Run &r = runs[i / mixes.size()];
+        const Mix &mix = mixes[i % mixes.size()];
+        const auto make = [&] {
+            return r.table != nullptr ? make_overtake_engine(r.table, mix.comm_size, false, "overtake")
+                                      : make_engine(r.backend, mix.comm_size, default_params());
+        };
+        Lockstep ls;
+        ls.single = make();
+        ls.batched = make();
+        run_mix(ls, mix, opt.seed + i % mixes.size(), ops / mixes.size() + 1, r.timers);
+        return ls;
+    });
+    for (size_t ri = 0; ri < runs.size(); ++ri) {
+        const Run &r = runs[ri];
         DYNAMIC_SECTION("backend " << r.label) {
             Lockstep total;
             for (size_t m = 0; m < mixes.size(); ++m) {
-                Lockstep ls;
-                const auto make = [&] {
-                    return r.table != nullptr ? make_overtake_engine(r.table, mixes[m].comm_size, false, "overtake")
-                                              : make_engine(r.backend, mixes[m].comm_size, default_params());
-                };
-                ls.single = make();
-                ls.batched = make();
-                run_mix(ls, mixes[m], opt.seed + m, ops / mixes.size() + 1, r.timers);
+                const Lockstep &ls = results[ri * mixes.size() + m];
                 INFO("mix " << mixes[m].name << ", seed " << opt.seed + m << ": " << ls.difference);
                 REQUIRE(ls.difference.empty());
                 total.batches += ls.batches;

@@ -6,7 +6,7 @@ check_LTLIBRARIES += test/engine/libengine_test_support.la
 test_engine_libengine_test_support_la_SOURCES = \
 	test/engine/catch_main.cc test/engine/test_options.h \
 	test/engine/oracle.h test/engine/oracle.cc \
-	test/engine/workload.h test/engine/workload.cc
+	test/engine/workload.h test/engine/workload.cc test/engine/parallel.h
 UM_ENGINE_TEST_LIBS = test/engine/libengine_test_support.la $(UM_ENGINE_LIBS)
 
 check_PROGRAMS += test/engine/unit_tests test/engine/differential_tests
