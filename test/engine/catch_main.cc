@@ -1,6 +1,6 @@
 // Catch2 main of the engine tests, with --ops N (operations per backend in the
 // differential test; 100000000 for a soak), --long (10^7), --seed S and
-// --jobs J (its runs at once).
+// --jobs J (its and the batch tests' runs at once).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -21,7 +21,7 @@ int main(int argc, char *argv[]) {
     session.cli(session.cli() |
                 Opt(o.ops, "n")["--ops"]("operations per backend in the differential test") |
                 Opt(o.seed, "s")["--seed"]("base seed of the randomized operation sequences") |
-                Opt(o.jobs, "j")["--jobs"]("differential runs at once (default: one per CPU this process may use)") |
+                Opt(o.jobs, "j")["--jobs"]("differential and batch test runs at once (default: one per CPU this process may use)") |
                 Opt(long_run)["--long"]("10^7 operations per backend (the reliability run; minutes)"));
     if (const int rc = session.applyCommandLine(argc, argv); rc != 0) {
         return rc;

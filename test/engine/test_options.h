@@ -9,7 +9,7 @@ namespace ubermatch::test {
 struct Options {
     uint64_t ops = 1000000;  // per backend, split over the standard mixes (--ops)
     uint64_t seed = 20191; // base seed of the random sequences (--seed)
-    unsigned jobs = 0;     // differential runs at once (--jobs); 0: one per CPU this process may use
+    unsigned jobs = 0;     // differential and batch runs at once (--jobs); 0: one per CPU this process may use
 };
 
 Options &options();
