@@ -207,7 +207,7 @@ TEST_CASE("batches give what the same calls one by one give, for every backend",
     runs.push_back({"list, timers on", "list", nullptr, true});
     const uint64_t ops = std::max<uint64_t>(opt.ops / 4, 8000);
     // Catch2 enters this body once per section: the runs are made on the first.
-    static std::vector<Lockstep> results = run_all<Lockstep>(runs.size() * mixes.size(), [&](size_t i) {
+    static const std::vector<Lockstep> results = run_all<Lockstep>(runs.size() * mixes.size(), [&](size_t i) {
         const Run &r = runs[i / mixes.size()];
         const Mix &mix = mixes[i % mixes.size()];
         const auto make = [&] {
