@@ -40,12 +40,25 @@ make_check() {
 
 suite "make check: engine unit and differential tests (10^6 operations per backend), protocol tests, MPI tests (backend auto)" make_check
 
+# The sanitized build reports a bool out of range without stopping (configure.ac
+# says why); halt_on_error makes it fatal at run time.
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 sanitized() {
     make -C build-asan -j2 -s test/engine/unit_tests test/engine/differential_tests &&
         build-asan/test/engine/unit_tests &&
         build-asan/test/engine/differential_tests --ops 200000
 }
 suite "engine tests under ASan+UBSan" sanitized
+# The protocol core under ASan+UBSan: its tests, then the components built so
+# (all-local: the components alone, into build-asan/mca-components) in the MPI
+# tests, the sanitizers' runtimes preloaded into the ranks.
+sanitized_protocol() {
+    make -C build-asan -j2 -s test/protocol/protocol_tests test/protocol/shm_tests all-local &&
+        build-asan/test/protocol/protocol_tests &&
+        build-asan/test/protocol/shm_tests &&
+        test/mpi/run-mpi-tests-asan.sh build-asan build/test-mpi-asan --mca pml ubermatch
+}
+suite "protocol tests and MPI tests (backend auto) with the components under ASan+UBSan" sanitized_protocol
 suite "tail queues, every backend, concurrent under TSan" test/engine/tailq_tsan.sh --ops 20000
 # Binned tail queues: one receiver and one arriver (unexpected messages pile up
 # across bins, so a wildcard's earliest message is a real choice), then three

@@ -58,7 +58,7 @@ TEST_CASE("protocol: pulls of send buffers are unpacked from the sender's mapped
         REQUIRE(p.send(ca, 3, packed, n, s) == UM_PROTO_OK);
         REQUIRE(p.until([&] { return r.done && s.done; }));
         CHECK(r.status == UM_PROTO_TRUNCATED);
-        CHECK(std::memcmp(small.data(), m.data(), 1000) == 0);
+        CHECK(prototest::same_bytes(small.data(), m.data(), 1000));
         CHECK(std::count(small.begin() + 1000, small.end(), 0xEE) == 16);
     }
     {

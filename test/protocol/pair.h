@@ -280,6 +280,10 @@ inline uint64_t unexpected_len(um_proto_t *p, um_proto_comm_t *c) {
     return s.unexpected_len;
 }
 
+// Whether n bytes at a and b are equal; an empty vector's data() may be null,
+// which memcmp may not be given even for no bytes (UBSan says so).
+inline bool same_bytes(const void *a, const void *b, size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; }
+
 inline std::vector<unsigned char> pattern(size_t n, unsigned seed) {
     std::vector<unsigned char> v(n);
     for (size_t i = 0; i < n; ++i) {

@@ -33,7 +33,7 @@ TEST_CASE("protocol: eager messages, posted and unexpected, in order", "[protoco
     CHECK(r2.source == 0);
     CHECK(r2.tag == 7);
     CHECK(r2.received == 200);
-    CHECK(std::memcmp(b2.data(), m2.data(), 200) == 0);
+    CHECK(prototest::same_bytes(b2.data(), m2.data(), 200));
 }
 
 TEST_CASE("protocol: a message for a communicator not created yet is held, then matched", "[protocol]") {
@@ -67,7 +67,7 @@ TEST_CASE("protocol: truncation, eager and rendezvous, writes nothing past the b
             CHECK(r.status == UM_PROTO_TRUNCATED);
             CHECK(r.received == 64);
             CHECK(r.length == n);
-            CHECK(std::memcmp(buf.data(), m.data(), 64) == 0);
+            CHECK(prototest::same_bytes(buf.data(), m.data(), 64));
             for (size_t i = 64; i < buf.size(); ++i) {
                 CHECK(buf[i] == 0xEE);
             }
@@ -194,7 +194,7 @@ TEST_CASE("protocol: a failed allocation fails the receive concerned and nothing
         }
         CHECK(r[i].status == UM_PROTO_OK);
         CHECK(r[i].received == m[i].size());
-        CHECK(std::memcmp(buf[i].data(), m[i].data(), m[i].size()) == 0);
+        CHECK(prototest::same_bytes(buf[i].data(), m[i].data(), m[i].size()));
     }
     CHECK(nomem > 0);
     CHECK(nomem < kMsgs);

@@ -53,7 +53,7 @@ void order_across_paths(Pair &p, size_t limit, int n) {
         REQUIRE(r.status == UM_PROTO_OK);
         REQUIRE(r.tag == i);
         REQUIRE(r.received == d.size());
-        REQUIRE(std::memcmp(bufs[static_cast<size_t>(i)].data(), d.data(), d.size()) == 0);
+        REQUIRE(prototest::same_bytes(bufs[static_cast<size_t>(i)].data(), d.data(), d.size()));
     }
 }
 
@@ -87,7 +87,7 @@ TEST_CASE("protocol: every small size arrives whole, posted and unexpected, writ
                         REQUIRE(p.until([&] { return r.done && s.done; }));
                         CHECK(r.status == UM_PROTO_OK);
                         CHECK(r.received == n);
-                        CHECK(std::memcmp(buf.data(), m.data(), n) == 0);
+                        CHECK(prototest::same_bytes(buf.data(), m.data(), n));
                         size_t past = 0;
                         for (size_t i = n; i < buf.size(); ++i) {
                             past += buf[i] != 0xEE;
@@ -132,7 +132,7 @@ TEST_CASE("protocol: a ring takes messages up to a 16th of its size when shm_eag
         REQUIRE(p.send(ca, i, m.data(), sizes[i], s) == UM_PROTO_OK);
         REQUIRE(p.until([&] { return r.done && s.done; }));
         CHECK(r.received == sizes[i]);
-        CHECK(std::memcmp(buf.data(), m.data(), sizes[i]) == 0);
+        CHECK(prototest::same_bytes(buf.data(), m.data(), sizes[i]));
         REQUIRE(p.until([&] { return shm_of(p.a).rings_out == 1; }));
         through_ring[i] = shm_of(p.a).sent;
     }
@@ -343,7 +343,7 @@ TEST_CASE("protocol: single-copy pulls: unexpected, posted, probed, truncated, u
         CHECK(r2.status == UM_PROTO_TRUNCATED);
         CHECK(r2.received == 30000);
         CHECK(r2.length == n);
-        CHECK(std::memcmp(small.data(), m.data(), 30000) == 0);
+        CHECK(prototest::same_bytes(small.data(), m.data(), 30000));
         CHECK(std::count(small.begin() + 30000, small.end(), 0xEE) == 16);
         CHECK(s2.status == UM_PROTO_OK);
     }
@@ -465,7 +465,7 @@ TEST_CASE("protocol: pulls from 12 KiB, and past the ring's eager limit", "[prot
             REQUIRE(p.send(ca, 1, m.data(), n, s) == UM_PROTO_OK);
             REQUIRE(p.until([&] { return r.done && s.done; }));
             CHECK(r.received == n);
-            CHECK(std::memcmp(buf.data(), m.data(), n) == 0);
+            CHECK(prototest::same_bytes(buf.data(), m.data(), n));
             const auto after = shm_of(p.a);
             const bool pulled = n >= 12288 || n > eager;
             CHECK(after.pulls_sent - before.pulls_sent == (pulled ? 1u : 0u));

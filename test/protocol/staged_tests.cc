@@ -79,7 +79,7 @@ TEST_CASE("protocol: contiguous sends up to shm_stage_max are staged through the
         REQUIRE(p.send(p.ca, 7, m.data(), n, s) == UM_PROTO_OK);
         REQUIRE(p.until([&] { return r.done && s.done; }));
         CHECK(r.status == UM_PROTO_TRUNCATED);
-        CHECK(std::memcmp(small.data(), m.data(), 4096) == 0);
+        CHECK(prototest::same_bytes(small.data(), m.data(), 4096));
         CHECK(std::count(small.begin() + 4096, small.end(), 0xEE) == 64);
         CHECK(shm_of(p.a).pulls_staged == staged0 + 6);
     }
