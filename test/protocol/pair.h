@@ -55,10 +55,11 @@ struct Op {
     int calls_after_refusal = 0;         // calls of the unpack callback after it refused one
 };
 
+// done last, released: tests with threads read it (acquire) on another thread.
 inline void send_done(void *cookie, int status) {
     Op *op = static_cast<Op *>(cookie);
-    op->done = true;
     op->status = status;
+    __atomic_store_n(&op->done, true, __ATOMIC_RELEASE);
 }
 
 // Every completed receive, released after its Op is written: a thread that
@@ -71,12 +72,12 @@ inline void (*g_recv_done_hook)(Op *) = nullptr;
 
 inline void recv_done(void *cookie, int32_t source, int32_t tag, size_t received, size_t length, int status) {
     Op *op = static_cast<Op *>(cookie);
-    op->done = true;
     op->status = status;
     op->source = source;
     op->tag = tag;
     op->received = received;
     op->length = length;
+    __atomic_store_n(&op->done, true, __ATOMIC_RELEASE);
     g_recvs_done.fetch_add(1, std::memory_order_release);
     if (g_recv_done_hook != nullptr) {
         g_recv_done_hook(op);

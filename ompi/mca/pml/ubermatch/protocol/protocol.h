@@ -374,7 +374,23 @@ public:
     void comm_dump(Comm *comm, FILE *out);
     size_t held();
     um_proto_shm_counts_t shm_counts() const {
-        um_proto_shm_counts_t c = shm_counts_;
+        // Sending threads add to these with relaxed atomics while another
+        // thread may read them (MPI_T, verbose output): read them so too.
+        const auto load = [](const auto &f) { return __atomic_load_n(&f, __ATOMIC_RELAXED); };
+        const um_proto_shm_counts_t &s = shm_counts_;
+        um_proto_shm_counts_t c{};
+        c.sent = load(s.sent);
+        c.received = load(s.received);
+        c.ring_bytes_in = load(s.ring_bytes_in);
+        c.rings_out = load(s.rings_out);
+        c.rings_in = load(s.rings_in);
+        c.pulls_sent = load(s.pulls_sent);
+        c.pulls_read = load(s.pulls_read);
+        c.pulls_mapped = load(s.pulls_mapped);
+        c.pulls_streamed = load(s.pulls_streamed);
+        c.pulls_staged = load(s.pulls_staged);
+        c.rows_staged = load(s.rows_staged);
+        c.rows_straight = load(s.rows_straight);
         c.eager_limit = shm_limit_;
         c.rings_cold = static_cast<uint32_t>(cold_.size());
         c.rows_cost_staged = stage_choice_.cost(true);
