@@ -10,9 +10,10 @@
 # are, so the sanitizers' runtimes are preloaded into each rank, and the
 # sanitized components given to the ranks alone: ompi_info (which `make` may
 # run to reconfigure) keeps the optimized build's, since a sanitized library
-# fails to load where its runtime is not first. Leak checks are off (Open MPI keeps memory to the end by design);
-# every other report aborts the rank, which fails its test. The last line is
-# run-mpi-tests.sh's "mpi tests: N passed, M failed".
+# fails to load where its runtime is not first. Leak checks are off (Open MPI
+# keeps memory to the end by design); every other report aborts the rank,
+# which fails its test. The last line is run-mpi-tests.sh's
+# "mpi tests: N passed, M failed".
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 SANITIZED_BUILD LOG_DIR [mpirun args...]" >&2; exit 2; }
 san=$(cd "$1" && pwd)

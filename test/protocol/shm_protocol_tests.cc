@@ -239,7 +239,7 @@ public:
         for (size_t i = 0; i < n_; ++i) {
             const Op &r = recvs_[i];
             n += (!r.done || r.status != UM_PROTO_OK || r.received != data_[i].size() ||
-                  std::memcmp(bufs_[i].data(), data_[i].data(), data_[i].size()) != 0 ||
+                  !prototest::same_bytes(bufs_[i].data(), data_[i].data(), data_[i].size()) ||
                   sends_[i].status != UM_PROTO_OK) ? 1 : 0;
         }
         return n;

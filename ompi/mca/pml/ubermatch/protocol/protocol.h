@@ -375,7 +375,10 @@ public:
     size_t held();
     um_proto_shm_counts_t shm_counts() const {
         // Sending threads add to these with relaxed atomics while another
-        // thread may read them (MPI_T, verbose output): read them so too.
+        // thread may read them (MPI_T, verbose output): read them so too,
+        // field by field (a plain copy of the struct is the race). A field
+        // added to the struct changes its size: load it here as well.
+        static_assert(sizeof(um_proto_shm_counts_t) == 120, "every counter of um_proto_shm_counts_t loaded below");
         const auto load = [](const auto &f) { return __atomic_load_n(&f, __ATOMIC_RELAXED); };
         const um_proto_shm_counts_t &s = shm_counts_;
         um_proto_shm_counts_t c{};
