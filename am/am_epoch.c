@@ -37,7 +37,8 @@ int am_unknown_window(const char *fn)
                  "initialize MPI with MPI_THREAD_SERIALIZED or lower", fn);
         return am_fail(MPI_ERR_OTHER, msg);
     }
-    snprintf(msg, sizeof msg, "%s: window not created with MPI_Win_create or MPI_Win_allocate", fn);
+    snprintf(msg, sizeof msg, "%s: not a window of this program's (made by MPI_Win_create, MPI_Win_allocate, "
+             "MPI_Win_allocate_shared or MPI_Win_create_dynamic, and not freed)", fn);
     return am_fail(MPI_ERR_WIN, msg);
 }
 
@@ -111,28 +112,48 @@ static void setup(MPI_Win win, MPI_Comm comm, float threshold, MPI_Info info)
     PMPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &du, &flag);
     w->disp_unit = *du;
     w->pack_threshold = threshold;
+    am_range_setup(w, win);
     PMPI_Win_set_attr(win, keyval, w);
     am_progress_attach(w);
+}
+
+/* After a window is made: it becomes an AM window (not under MPI_THREAD_MULTIPLE).
+ * The window comes by address: read after the call that made it. */
+static int made(int rc, const MPI_Win *win, MPI_Comm comm, float threshold, MPI_Info info)
+{
+    if (rc == MPI_SUCCESS && !thread_multiple()) setup(*win, comm, threshold, info);
+    return rc;
 }
 
 int MPI_Win_create(void *base, MPI_Aint size, int du, MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
     float th;
     int rc = pack_threshold(info, &th);
-    if (rc != MPI_SUCCESS) return rc;
-    rc = PMPI_Win_create(base, size, du, info, comm, win);
-    if (rc == MPI_SUCCESS && !thread_multiple()) setup(*win, comm, th, info);
-    return rc;
+    return rc != MPI_SUCCESS ? rc : made(PMPI_Win_create(base, size, du, info, comm, win), win, comm, th, info);
 }
 
 int MPI_Win_allocate(MPI_Aint size, int du, MPI_Info info, MPI_Comm comm, void *base, MPI_Win *win)
 {
     float th;
     int rc = pack_threshold(info, &th);
-    if (rc != MPI_SUCCESS) return rc;
-    rc = PMPI_Win_allocate(size, du, info, comm, base, win);
-    if (rc == MPI_SUCCESS && !thread_multiple()) setup(*win, comm, th, info);
-    return rc;
+    return rc != MPI_SUCCESS ? rc : made(PMPI_Win_allocate(size, du, info, comm, base, win), win, comm, th, info);
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int du, MPI_Info info, MPI_Comm comm, void *base, MPI_Win *win)
+{
+    float th;
+    int rc = pack_threshold(info, &th);
+    return rc != MPI_SUCCESS ? rc
+                             : made(PMPI_Win_allocate_shared(size, du, info, comm, base, win), win, comm, th, info);
+}
+
+/* Its AMs' target displacements are addresses in memory attached with
+ * MPI_Win_attach (am_range.c), as for MPI_Put to it. */
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    float th;
+    int rc = pack_threshold(info, &th);
+    return rc != MPI_SUCCESS ? rc : made(PMPI_Win_create_dynamic(info, comm, win), win, comm, th, info);
 }
 
 /* Completes the AMs to target (MPI_ANY_SOURCE: all) and returns or keeps the
@@ -346,6 +367,7 @@ int MPI_Win_free(MPI_Win *win)
         free(w->access); free(w->issued); free(w->inflight); free(w->open); free(w->head); free(w->tail);
         free(w->granted); free(w->staged); free(w->hint); free(w->excl); free(w->holds_all);
         free(w->rx);
+        am_range_free(w);
         am_batches_free(w);
         free(w);
     }

@@ -69,6 +69,11 @@ typedef struct am_tx {     /* a response being sent by the target */
     struct am_tx *next;
 } am_tx;
 
+typedef struct am_region {  /* memory attached to a dynamic window (MPI_Win_attach) */
+    MPI_Aint addr, len;
+    struct am_region *next;
+} am_region;
+
 typedef struct am_win {
     MPI_Comm comm;
     MPI_Group group;
@@ -76,6 +81,11 @@ typedef struct am_win {
     int rank, size, fence_open, *access, *issued, served_fence;
     char *base;
     int disp_unit;
+    /* where AMs may reach (am_range.c): every rank's window bytes and displacement
+     * unit, learnt at creation (bytes -1: a dynamic window), and mine attached */
+    MPI_Aint *win_bytes;
+    int *win_unit;
+    am_region *regions;
     float pack_threshold;
     void *buf[MAX_BUFS];
     int buf_size[MAX_BUFS], nbuf;
@@ -110,11 +120,18 @@ extern int am_busy; /* inside the library: the progress hook must not re-enter *
 int am_fail(int code, const char *msg);
 int am_type_index(MPI_Datatype t); /* predefined type -> index > 0, else -1 */
 MPI_Datatype am_type_of(int index);
+int am_type_bytes(int index);      /* the size of am_type_of(index) */
 void *am_grow(void *p, size_t *cap, size_t need, size_t elem);
 int am_fits(const am_win *w, int bytes);
 am_win *am_state(MPI_Win win); /* NULL: a window this library does not know */
 /* fn's error for such a window, saying why it is not known. */
 int am_unknown_window(const char *fn);
+
+/* where a target location may lie (am_range.c) */
+void am_range_setup(am_win *w, MPI_Win win); /* collective over w->comm */
+void am_range_free(am_win *w);
+int am_range_check(const am_win *w, const char *fn, int target, MPI_Aint disp, MPI_Aint span); /* origin */
+void *am_persistent(const am_win *w, const am_hdr *h); /* target: NULL when outside what it may reach */
 
 /* origin side */
 int am_complete(am_win *w, int target);  /* MPI_ANY_SOURCE: every target */

@@ -71,7 +71,7 @@ void am_tx_drain(am_win *w)
 
 /* Runs one MPIX_Amv: the handler sees every segment at its fixed offset and fills
  * the counts; the output is packed when the generated share is small enough. */
-static void run_amv(am_win *w, const am_hdr *h, const char *in, char **resp, size_t *cap, size_t *len)
+static void run_amv(const am_hdr *h, void *pers, const char *in, char **resp, size_t *cap, size_t *len)
 {
     size_t full = (size_t)h->out_bytes * (size_t)h->nseg, chead = AM_PAD(sizeof(int) * (size_t)h->nseg);
     *resp = am_grow(*resp, cap, *len + sizeof(am_resp) + chead + AM_PAD(full), 1);
@@ -81,7 +81,7 @@ static void run_amv(am_win *w, const am_hdr *h, const char *in, char **resp, siz
     memset(counts, 0, chead);
     MPIX_AMV_USER_FUNCTION *fn = (MPIX_AMV_USER_FUNCTION *)am_ops[h->op].fn;
     am_resp r = { fn(in, h->in_count, am_type_of(h->in_type), out, h->out_count, am_type_of(h->out_type), counts,
-                     h->nseg, w->base + h->disp * w->disp_unit, h->pcount, am_type_of(h->p_type)), 0 };
+                     h->nseg, pers, h->pcount, am_type_of(h->p_type)), 0 };
     size_t elem = h->out_count ? (size_t)h->out_bytes / (size_t)h->out_count : 0, generated = 0;
     for (int s = 0; r.status == MPI_SUCCESS && s < h->nseg; s++) {
         if (counts[s] < 0 || counts[s] > h->out_count) r.status = MPI_ERR_COUNT;
@@ -103,7 +103,7 @@ static void run_amv(am_win *w, const am_hdr *h, const char *in, char **resp, siz
     *len += sizeof r + (r.status == MPI_SUCCESS ? chead + AM_PAD(used) : 0);
 }
 
-static void run_am(am_win *w, const am_hdr *h, const char *in, char **resp, size_t *cap, size_t *len)
+static void run_am(const am_hdr *h, void *pers, const char *in, char **resp, size_t *cap, size_t *len)
 {
     size_t full = (size_t)h->out_bytes * (size_t)h->nseg;
     *resp = am_grow(*resp, cap, *len + sizeof(am_resp) + AM_PAD(full), 1);
@@ -113,7 +113,7 @@ static void run_am(am_win *w, const am_hdr *h, const char *in, char **resp, size
     for (int s = 0; r.status == MPI_SUCCESS && s < h->nseg; s++)
         r.status = fn(in + (size_t)s * (size_t)h->in_bytes, h->in_count, am_type_of(h->in_type),
                       out + (size_t)s * (size_t)h->out_bytes, h->out_count, am_type_of(h->out_type),
-                      w->base + h->disp * w->disp_unit, h->pcount, am_type_of(h->p_type));
+                      pers, h->pcount, am_type_of(h->p_type));
     memcpy(base, &r, sizeof r);
     *len += sizeof r + (r.status == MPI_SUCCESS ? AM_PAD(full) : 0);
 }
@@ -135,16 +135,18 @@ static void serve_batch(am_win *w, int source, const char *msg)
         p = in + AM_PAD((size_t)h.in_bytes * (size_t)h.nseg);
         int kind = h.op >= 0 && h.op < am_nops ? am_ops[h.op].kind : -1;
         am_resp r = { MPI_SUCCESS, 0 };
+        void *pers = am_persistent(w, &h);
         if (kind < 0) r.status = MPI_ERR_OP;
         else if (!am_fits(w, h.in_bytes + h.out_bytes)) r.status = MPI_ERR_BUFFER;
+        else if (!pers) r.status = MPI_ERR_RMA_RANGE;
         if (r.status != MPI_SUCCESS) {
             t->buf = am_grow(t->buf, &t->cap, len + sizeof r, 1);
             memcpy(t->buf + len, &r, sizeof r);
             len += sizeof r;
         } else if (kind == KIND_AM) {
-            run_am(w, &h, in, &t->buf, &t->cap, &len);
+            run_am(&h, pers, in, &t->buf, &t->cap, &len);
         } else {
-            run_amv(w, &h, in, &t->buf, &t->cap, &len);
+            run_amv(&h, pers, in, &t->buf, &t->cap, &len);
         }
     }
     PMPI_Isend(t->buf, (int)len, MPI_BYTE, source, bh.resp_tag, w->comm, &t->req);

@@ -4,7 +4,7 @@
 # derived from am/... would clash with its own variables.
 lib_LTLIBRARIES += libmpix_am.la
 include_HEADERS += am/mpix_am.h
-libmpix_am_la_SOURCES = am/mpix_am.c am/am_target.c am/am_epoch.c am/am_credit.c am/am_internal.h am/mpix_am.h
+libmpix_am_la_SOURCES = am/mpix_am.c am/am_target.c am/am_epoch.c am/am_credit.c am/am_range.c am/am_internal.h am/mpix_am.h
 libmpix_am_la_CFLAGS = $(UM_MPI_CFLAGS)
 libmpix_am_la_LIBADD = $(MPI_LIBS) -ldl
 

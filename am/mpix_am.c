@@ -55,6 +55,12 @@ static int type_size(MPI_Datatype t, int index)
     return size;
 }
 
+int am_type_bytes(int index)
+{
+    types_init();
+    return index >= 0 && index < ntypes ? sizes[index] : 1;
+}
+
 int am_type_index(MPI_Datatype t)
 {
     types_init();
@@ -237,6 +243,9 @@ int am_complete(am_win *w, int target)
     if (e == MPI_ERR_BUFFER)
         return am_fail(e, "an AM segment was larger than the target's system buffer and every attached buffer "
                           "(attach one with MPIX_Am_win_buffer_attach)");
+    if (e == MPI_ERR_RMA_RANGE)
+        return am_fail(e, "an AM's target location lay outside every region attached to the target's dynamic "
+                          "window (MPI_Win_attach); its handler did not run");
     return e;
 }
 
@@ -308,9 +317,18 @@ static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, v
         return am_fail(MPI_ERR_TYPE, "MPIX_Amv: the output datatype must be a predefined type (e.g. MPI_BYTE, "
                                      "MPI_CHAR, MPI_INT, MPI_DOUBLE)");
     int isz = type_size(in_type, it), osz = type_size(out_type, ot), psz = type_size(ptype, pt);
+    int in_bytes, out_bytes, p_bytes; /* per segment; the wire carries ints */
+    if (__builtin_mul_overflow(in_count, isz, &in_bytes) || __builtin_mul_overflow(out_count, osz, &out_bytes) ||
+        __builtin_mul_overflow(pcount, psz, &p_bytes)) {
+        snprintf(msg, sizeof msg, "%s: an input or output segment or the persistent data is 2 GiB or more "
+                 "(at most INT_MAX bytes each)", fn);
+        return am_fail(MPI_ERR_COUNT, msg);
+    }
+    int rc = am_range_check(w, fn, target, disp, p_bytes);
+    if (rc != MPI_SUCCESS) return rc;
     am_hdr h = { op, nseg, it < 0 ? 0 : it, ot < 0 ? 0 : ot, pt < 0 ? 0 : pt,
-                 it < 0 ? in_count * isz : in_count, ot < 0 ? out_count * osz : out_count,
-                 pt < 0 ? pcount * psz : pcount, in_count * isz, out_count * osz, w->pack_threshold, disp };
+                 it < 0 ? in_bytes : in_count, ot < 0 ? out_bytes : out_count,
+                 pt < 0 ? p_bytes : pcount, in_bytes, out_bytes, w->pack_threshold, disp };
 
     am_busy++;
     /* Pipeline units: as many segments as fit the system buffer (at least one).
@@ -318,7 +336,6 @@ static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, v
     size_t seg_stage = (size_t)h.in_bytes + (size_t)h.out_bytes;
     int unit = it < 0 || ot < 0 || !seg_stage ? nseg : (int)(SYSTEM_BUF_BYTES / seg_stage);
     unit = unit < 1 ? 1 : unit > nseg ? nseg : unit;
-    int rc = MPI_SUCCESS;
     for (int s0 = 0; s0 < nseg && rc == MPI_SUCCESS; s0 += unit) {
         h.nseg = nseg - s0 < unit ? nseg - s0 : unit;
         rc = am_credit_acquire(w, target, (long long)(seg_stage * (size_t)h.nseg));

@@ -1,5 +1,6 @@
 /* Self-checking active-message tests: the paper's absolute-value and remote-search
- * workloads, AMs interleaved with MPI_Accumulate, attach/detach inside an epoch, bad input. */
+ * workloads, AMs interleaved with MPI_Accumulate, attach/detach inside an epoch, bad input,
+ * dynamic and shared windows. */
 #include "mpix_am.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,6 +337,103 @@ static void reservations(int *mem, MPIX_Am_op op_touch)
     MPI_Win_free(&wi);
 }
 
+/* One AM of two ints to target at disp (absval adds 2 at the persistent location). */
+static int am2(MPI_Win win, MPIX_Am_op op_abs, int target, MPI_Aint disp, int pcount)
+{
+    static int in[2] = { -1, 2 }, out[2];
+    return MPIX_Am(in, 2, MPI_INT, out, 2, MPI_INT, 1, target, disp, pcount, MPI_INT, op_abs, win);
+}
+
+/* A target location outside the target's window is refused at the origin
+ * (MPI_ERR_RMA_RANGE, nothing sent), as are segments of 2 GiB or more; the
+ * epoch's other AMs complete, at the window's last int too. */
+static void ranges(MPI_Win win, MPIX_Am_op op_abs)
+{
+    int *mem, flag, target = (rank + 1) % size;
+    MPI_Aint *bytes;
+    MPI_Win_get_attr(win, MPI_WIN_BASE, &mem, &flag);
+    MPI_Win_get_attr(win, MPI_WIN_SIZE, &bytes, &flag);
+    const MPI_Aint last = *bytes - (MPI_Aint)sizeof(int); /* the window's displacement unit is 1 */
+    int kept = *(int *)((char *)mem + last), big[2];
+    MPI_Win_fence(0, win);
+    int rc = am2(win, op_abs, target, last + 1, 1);
+    CHECK(rc == MPI_ERR_RMA_RANGE, "AM across the window's end returned %d", rc);
+    rc = am2(win, op_abs, target, -4, 1);
+    CHECK(rc == MPI_ERR_RMA_RANGE, "AM at a negative displacement returned %d", rc);
+    rc = am2(win, op_abs, target, 0, (int)(*bytes / (MPI_Aint)sizeof(int)) + 1);
+    CHECK(rc == MPI_ERR_RMA_RANGE, "AM with more persistent data than the window returned %d", rc);
+    rc = MPIX_Am(big, 1 << 29, MPI_INT, big, 2, MPI_INT, 1, target, 0, 1, MPI_INT, op_abs, win);
+    CHECK(rc == MPI_ERR_COUNT, "AM with a 2 GiB input segment returned %d", rc);
+    rc = am2(win, op_abs, target, last, 1);
+    CHECK(rc == MPI_SUCCESS, "AM at the window's last int returned %d", rc);
+    rc = MPI_Win_fence(0, win);
+    CHECK(rc == MPI_SUCCESS, "fence after refused AMs returned %d", rc);
+    int now = *(int *)((char *)mem + last);
+    CHECK(now == kept + 2, "the window's last int is %d, expected %d", now, kept + 2);
+}
+
+/* Dynamic windows: displacements are addresses in attached memory, which only
+ * the target knows: an AM to memory not attached there is refused by the target
+ * (the origin's unlock returns MPI_ERR_RMA_RANGE) and its handler does not run. */
+static void dynamic(MPIX_Am_op op_abs)
+{
+    static int region[8]; /* the first 4 attached */
+    MPI_Win win;
+    int rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    CHECK(rc == MPI_SUCCESS, "MPI_Win_create_dynamic returned %d", rc);
+    MPI_Win_attach(win, region, 4 * sizeof(int));
+    MPI_Aint mine, *addr = malloc(sizeof(MPI_Aint) * (size_t)size);
+    MPI_Get_address(region, &mine);
+    MPI_Allgather(&mine, 1, MPI_AINT, addr, 1, MPI_AINT, MPI_COMM_WORLD);
+    int target = (rank + 1) % size;
+    MPI_Win_lock_all(0, win);
+    rc = am2(win, op_abs, target, addr[target] + 3 * (MPI_Aint)sizeof(int), 1);
+    CHECK(rc == MPI_SUCCESS, "AM to attached memory returned %d", rc);
+    rc = MPI_Win_unlock_all(win);
+    CHECK(rc == MPI_SUCCESS, "unlock_all after an AM to attached memory returned %d", rc);
+    MPI_Win_lock_all(0, win);
+    am2(win, op_abs, target, addr[target] + 3 * (MPI_Aint)sizeof(int), 2); /* one int past the region */
+    am2(win, op_abs, target, addr[target], 1);
+    rc = MPI_Win_unlock_all(win);
+    CHECK(rc == MPI_ERR_RMA_RANGE, "unlock_all after an AM past the attached memory returned %d", rc);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < 8; i++)
+        CHECK(region[i] == (i == 0 || i == 3 ? 2 : 0), "dynamic window: region[%d] = %d", i, region[i]);
+    MPI_Win_detach(win, region);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, win);
+    am2(win, op_abs, target, addr[target], 1);
+    rc = MPI_Win_unlock_all(win);
+    CHECK(rc == MPI_ERR_RMA_RANGE, "unlock_all after an AM to detached memory returned %d", rc);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(region[0] == 2, "dynamic window: an AM ran on detached memory (%d)", region[0]);
+    MPI_Win_free(&win);
+    free(addr);
+}
+
+/* Shared windows (the ranks of one node): AMs as to any window, checked by loads. */
+static void shared(MPIX_Am_op op_abs)
+{
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    int nrank, nsize, *mem;
+    MPI_Comm_rank(node, &nrank);
+    MPI_Comm_size(node, &nsize);
+    MPI_Win win;
+    int rc = MPI_Win_allocate_shared(4 * sizeof(int), sizeof(int), MPI_INFO_NULL, node, &mem, &win);
+    CHECK(rc == MPI_SUCCESS, "MPI_Win_allocate_shared returned %d", rc);
+    memset(mem, 0, 4 * sizeof(int));
+    MPI_Win_fence(0, win);
+    rc = am2(win, op_abs, (nrank + 1) % nsize, 4, 1);
+    CHECK(rc == MPI_ERR_RMA_RANGE, "AM past a shared window returned %d", rc);
+    rc = am2(win, op_abs, (nrank + 1) % nsize, 1, 1);
+    CHECK(rc == MPI_SUCCESS, "AM to a shared window returned %d", rc);
+    MPI_Win_fence(0, win);
+    CHECK(mem[0] == 0 && mem[1] == 2 && mem[2] == 0, "shared window: %d %d %d", mem[0], mem[1], mem[2]);
+    MPI_Win_free(&win);
+    MPI_Comm_free(&node);
+}
+
 /* --thread-multiple: under MPI_THREAD_MULTIPLE every AM call fails with
  * MPI_ERR_OTHER, saying why, and the window still serves MPI RMA. */
 static int thread_multiple(int *argc, char ***argv)
@@ -479,7 +577,10 @@ int main(int argc, char **argv)
     amv(mem, win, op_search);
     progress(win, op_abs);
     reservations(mem, op_touch);
+    ranges(win, op_abs);
     MPI_Win_free(&win);
+    dynamic(op_abs);
+    shared(op_abs);
     if (rank == 0) printf("mpix_am tests passed on %d ranks\n", size);
     MPI_Finalize();
     return 0;
