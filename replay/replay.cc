@@ -18,6 +18,9 @@
 
 #include "matching/registry.h"
 #include "matching/trace.h"
+#ifdef UM_HAVE_OTF2
+#include "replay/otf2_export.h"
+#endif
 
 using namespace ubermatch;
 using trace::TraceOp;
@@ -27,7 +30,8 @@ namespace {
 
 const char *const kUsage =
     "usage: ubermatch-replay TRACE_DIR|FILE.umt [--backends a,b,...] [--params k=v,...] [--reps N] [--no-sweep] [--print]\n"
-    "                       [--partial]  (read the files of a run that died before MPI_Finalize up to their cut)\n";
+    "                       [--partial]  (read the files of a run that died before MPI_Finalize up to their cut)\n"
+    "                       [--otf2 DIR] (write the trace as an OTF2 archive in DIR, new or empty, and stop)\n";
 
 struct Result {
     std::string backend;
@@ -543,6 +547,7 @@ int run(int argc, char **argv) {
     std::vector<std::string> names;
     um_params_t params = default_params();
     bool print_only = false, sweep = true, partial = false;
+    std::string otf2_dir;
     int reps_arg = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -562,6 +567,12 @@ int run(int argc, char **argv) {
             }
         } else if (a == "--print") {
             print_only = true;
+        } else if (a == "--otf2" && i + 1 < argc) {
+            otf2_dir = argv[++i];
+#ifndef UM_HAVE_OTF2
+            throw std::invalid_argument("--otf2: this ubermatch-replay was built without OTF2 (install the Debian "
+                                        "package libotf2-trace-dev, then configure and build again)");
+#endif
         } else if (a == "--no-sweep") {
             sweep = false;
         } else if (a == "--partial") {
@@ -603,6 +614,14 @@ int run(int argc, char **argv) {
         print(files);
         return 0;
     }
+#ifdef UM_HAVE_OTF2
+    if (!otf2_dir.empty()) {
+        const replay::Otf2Summary sum = replay::export_otf2(files, otf2_dir);
+        std::printf("wrote %s: %zu ranks, %llu OTF2 events (read it with otf2-print, Vampir or Score-P's tools)\n",
+                    sum.anchor.c_str(), files.size(), static_cast<unsigned long long>(sum.events));
+        return 0;
+    }
+#endif
     uint64_t total = 0, dropped = 0;
     for (const auto &f : files) {
         total += f.records.size();

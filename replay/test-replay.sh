@@ -44,6 +44,39 @@ check "recorded matches (an id in the matched column)" \
     awk '$4 == "post_recv" && $11 != 0 { m = 1 } END { exit !m }' "$tmp/print.txt"
 check "collective calls recorded" grep -q " coll_begin " "$tmp/print.txt"
 
+# 1b. The OTF2 export: an archive otf2-print (OTF2's own reader) reads, with every engine call
+# of the trace as an instant region, every collective entered, and the queue lengths as metrics
+# whose highs per rank are those the records give (followed here in awk, apart from the export).
+if "$replay" "$tmp/fds" --otf2 "$tmp/otf2" >"$tmp/otf2.log" 2>&1; then
+    check "--otf2: otf2-print reads the archive" sh -c "otf2-print '$tmp/otf2/matching.otf2' >'$tmp/otf2.txt'"
+    # the calls and collectives of the trace, then of the archive, as "kind count" lines
+    awk '$1 !~ /^#/ && $4 != "coll_end" { n[$4 == "coll_begin" ? "collective" : $4]++ }
+         END { for (o in n) print o, n[o] }' "$tmp/print.txt" | sort >"$tmp/calls-trace.txt"
+    sed -nE 's/^ENTER .*Region: "(collective)?([a-z_]+)?.*/\1\2/p' "$tmp/otf2.txt" | sort | uniq -c |
+        awk '{ print $2, $1 }' | sort >"$tmp/calls-otf2.txt"
+    check "--otf2: one region entered per engine call and collective of the trace (4 kinds or more)" \
+        bash -c "diff '$tmp/calls-trace.txt' '$tmp/calls-otf2.txt' && test \$(wc -l <'$tmp/calls-otf2.txt') -ge 4"
+    awk '$1 !~ /^#/ && $12 < 2 {
+        r = $1; hit = $12
+        if ($4 == "post_recv") { p[r] += 1 - hit; u[r] -= hit }
+        else if ($4 == "arrive") { u[r] += 1 - hit; p[r] -= hit }
+        else if ($4 == "mprobe") u[r] -= hit
+        else if ($4 == "cancel") p[r] -= hit
+        if (p[r] > mp[r]) mp[r] = p[r]
+        if (u[r] > mu[r]) mu[r] = u[r]
+    } END { for (r in mp) print r, mp[r] + 0, mu[r] + 0 }' "$tmp/print.txt" | sort >"$tmp/highs-trace.txt"
+    sed -nE 's/^METRIC +([0-9]+) .*UINT64; ([0-9]+)\), .*UINT64; ([0-9]+)\)$/\1 \2 \3/p' "$tmp/otf2.txt" |
+        awk '{ if ($2 > p[$1]) p[$1] = $2; if ($3 > u[$1]) u[$1] = $3; seen[$1] = 1 }
+             END { for (l in seen) print l, p[l] + 0, u[l] + 0 }' | sort >"$tmp/highs-otf2.txt"
+    check "--otf2: the queues' highs per rank are the trace's (posted receives queued at some rank)" \
+        bash -c "diff '$tmp/highs-trace.txt' '$tmp/highs-otf2.txt' && awk '\$2 > 0 { m = 1 } END { exit !m }' '$tmp/highs-otf2.txt'"
+    expect_error "--otf2 into a directory that is not empty" "the directory is not empty" "$tmp/fds" --otf2 "$tmp/otf2"
+elif grep -q "built without OTF2" "$tmp/otf2.log"; then
+    echo "skip --otf2: $(cat "$tmp/otf2.log")"
+else
+    check "--otf2 writes an archive: $(cat "$tmp/otf2.log")" false
+fi
+
 # 2. Replay: every backend makes the recorded matches; a recommendation follows.
 "$replay" "$tmp/fds" >"$tmp/replay.txt" 2>&1
 rc=$?

@@ -9,6 +9,7 @@ packages=(
     catch2 libbenchmark-dev gnuplot-nox python3
     iproute2 # test/multihost: network namespaces
     util-linux-extra # replay/test-replay.sh: fincore (a trace written with direct I/O is not in the page cache)
+    libotf2-trace-dev otf2-tools # ubermatch-replay --otf2; its test reads the archive with otf2-print
 )
 
 missing=()
