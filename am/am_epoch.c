@@ -42,6 +42,12 @@ int am_unknown_window(const char *fn)
     return am_fail(MPI_ERR_WIN, msg);
 }
 
+/* The first of two calls' errors (the library's, then MPI's). */
+static int first_error(int rc, int rc2)
+{
+    return rc != MPI_SUCCESS ? rc : rc2;
+}
+
 /* Reads the window's info key am_pack_threshold (default 0.8, as in the paper). */
 static int pack_threshold(MPI_Info info, float *out)
 {
@@ -186,8 +192,7 @@ int MPI_Win_fence(int assert, MPI_Win win)
         memset(w->issued, 0, sizeof(int) * (size_t)w->size);
         w->fence_open = !(assert & MPI_MODE_NOSUCCEED);
     }
-    int rc2 = PMPI_Win_fence(assert, win);
-    return rc != MPI_SUCCESS ? rc : rc2;
+    return first_error(rc, PMPI_Win_fence(assert, win));
 }
 
 int MPI_Win_lock(int type, int rank, int assert, MPI_Win win)
@@ -212,20 +217,37 @@ int MPI_Win_lock_all(int assert, MPI_Win win)
     return rc;
 }
 
-int MPI_Win_flush(int rank, MPI_Win win)
+/* A flush completes the AMs to target (MPI_ANY_SOURCE: all), then MPI's own
+ * operations. flush_local too: an AM returns output, as MPI_Get_accumulate does,
+ * and local completion means that output is in place. */
+static int flushed(MPI_Win win, int target)
 {
     am_win *w = am_state(win);
-    int rc = w ? complete(w, rank, 0) : MPI_SUCCESS;
-    int rc2 = PMPI_Win_flush(rank, win);
-    return rc != MPI_SUCCESS ? rc : rc2;
+    return w ? complete(w, target, 0) : MPI_SUCCESS;
+}
+
+int MPI_Win_flush(int rank, MPI_Win win)
+{
+    int rc = flushed(win, rank);
+    return first_error(rc, PMPI_Win_flush(rank, win));
 }
 
 int MPI_Win_flush_all(MPI_Win win)
 {
-    am_win *w = am_state(win);
-    int rc = w ? complete(w, MPI_ANY_SOURCE, 0) : MPI_SUCCESS;
-    int rc2 = PMPI_Win_flush_all(win);
-    return rc != MPI_SUCCESS ? rc : rc2;
+    int rc = flushed(win, MPI_ANY_SOURCE);
+    return first_error(rc, PMPI_Win_flush_all(win));
+}
+
+int MPI_Win_flush_local(int rank, MPI_Win win)
+{
+    int rc = flushed(win, rank);
+    return first_error(rc, PMPI_Win_flush_local(rank, win));
+}
+
+int MPI_Win_flush_local_all(MPI_Win win)
+{
+    int rc = flushed(win, MPI_ANY_SOURCE);
+    return first_error(rc, PMPI_Win_flush_local_all(win));
 }
 
 int MPI_Win_unlock(int rank, MPI_Win win)
@@ -239,8 +261,7 @@ int MPI_Win_unlock(int rank, MPI_Win win)
             w->excl[rank] = 0;
         }
     }
-    int rc2 = PMPI_Win_unlock(rank, win);
-    return rc != MPI_SUCCESS ? rc : rc2;
+    return first_error(rc, PMPI_Win_unlock(rank, win));
 }
 
 int MPI_Win_unlock_all(MPI_Win win)
@@ -252,8 +273,7 @@ int MPI_Win_unlock_all(MPI_Win win)
         for (int i = 0; i < w->size; i++)
             if (w->access[i] > 0) w->access[i]--;
     }
-    int rc2 = PMPI_Win_unlock_all(win);
-    return rc != MPI_SUCCESS ? rc : rc2;
+    return first_error(rc, PMPI_Win_unlock_all(win));
 }
 
 /* PSCW: an access epoch (start .. complete) opens AMs to the group's ranks. */
@@ -298,8 +318,7 @@ int MPI_Win_complete(MPI_Win win)
         free(r);
         w->started = NULL;
     }
-    int rc2 = PMPI_Win_complete(win);
-    return rc != MPI_SUCCESS ? rc : rc2;
+    return first_error(rc, PMPI_Win_complete(win));
 }
 
 /* The exposure epoch's target serves AMs until every origin has completed. */

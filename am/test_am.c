@@ -344,6 +344,23 @@ static int am2(MPI_Win win, MPIX_Am_op op_abs, int target, MPI_Aint disp, int pc
     return MPIX_Am(in, 2, MPI_INT, out, 2, MPI_INT, 1, target, disp, pcount, MPI_INT, op_abs, win);
 }
 
+/* MPI_Win_flush_local(_all) completes AMs locally: their output is in place, as
+ * MPI_Get_accumulate's result is. */
+static void flush_local(MPI_Win win, MPIX_Am_op op_abs)
+{
+    int target = (rank + 1) % size, in[2] = { -5, 6 }, out[2] = { 0, 0 }, all[2] = { 0, 0 };
+    MPI_Win_lock_all(0, win);
+    int rc = MPIX_Am(in, 2, MPI_INT, out, 2, MPI_INT, 1, target, 0, 1, MPI_INT, op_abs, win);
+    if (rc == MPI_SUCCESS) rc = MPI_Win_flush_local(target, win);
+    CHECK(rc == MPI_SUCCESS && out[0] == 5 && out[1] == 6, "after MPI_Win_flush_local: rc %d, output %d %d", rc,
+          out[0], out[1]);
+    rc = MPIX_Am(in, 2, MPI_INT, all, 2, MPI_INT, 1, target, 0, 1, MPI_INT, op_abs, win);
+    if (rc == MPI_SUCCESS) rc = MPI_Win_flush_local_all(win);
+    CHECK(rc == MPI_SUCCESS && all[0] == 5 && all[1] == 6, "after MPI_Win_flush_local_all: rc %d, output %d %d",
+          rc, all[0], all[1]);
+    MPI_Win_unlock_all(win);
+}
+
 /* A target location outside the target's window is refused at the origin
  * (MPI_ERR_RMA_RANGE, nothing sent), as are segments of 2 GiB or more; the
  * epoch's other AMs complete, at the window's last int too. */
@@ -577,6 +594,7 @@ int main(int argc, char **argv)
     amv(mem, win, op_search);
     progress(win, op_abs);
     reservations(mem, op_touch);
+    flush_local(win, op_abs);
     ranges(win, op_abs);
     MPI_Win_free(&win);
     dynamic(op_abs);
