@@ -184,7 +184,9 @@ int MPI_Win_fence(int assert, MPI_Win win)
          * origin still waiting for buffer space somewhere is not blocked by me */
         rc = complete(w, MPI_ANY_SOURCE, 1);
         int expected = 0;
-        PMPI_Reduce_scatter_block(w->issued, &expected, 1, MPI_INT, MPI_SUM, w->comm);
+        MPI_Request r; /* non-blocking: where no progress hook serves, an origin may still wait for me */
+        PMPI_Ireduce_scatter_block(w->issued, &expected, 1, MPI_INT, MPI_SUM, w->comm, &r);
+        am_wait(1, &r);
         am_busy++;
         while (w->served_fence < expected) am_serve_any();
         am_busy--;
@@ -336,6 +338,19 @@ int MPI_Win_wait(MPI_Win win)
         }
     }
     return rc;
+}
+
+/* Its non-blocking form serves too: a target polling it is how the origins'
+ * AMs complete where no progress hook serves. */
+int MPI_Win_test(MPI_Win win, int *flag)
+{
+    am_win *w = am_state(win);
+    if (w && !am_busy) {
+        am_busy++;
+        am_serve_any();
+        am_busy--;
+    }
+    return PMPI_Win_test(win, flag);
 }
 
 /* Passive targets serve AMs while they wait in a barrier (where the progress

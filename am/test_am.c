@@ -234,6 +234,10 @@ static void amv(int *mem, MPI_Win win, MPIX_Am_op op_search)
  * (the test command's timeout ends it). */
 static void progress(MPI_Win win, MPIX_Am_op op_abs)
 {
+    if (getenv("MPIX_AM_NO_PROGRESS_HOOK")) {
+        if (rank == 0) printf("MPIX_AM_NO_PROGRESS_HOOK: a target in MPI_Recv serves nothing; not tested\n");
+        return;
+    }
     int *mem, flag, x = 0;
     MPI_Win_get_attr(win, MPI_WIN_BASE, &mem, &flag);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -342,6 +346,31 @@ static int am2(MPI_Win win, MPIX_Am_op op_abs, int target, MPI_Aint disp, int pc
 {
     static int in[2] = { -1, 2 }, out[2];
     return MPIX_Am(in, 2, MPI_INT, out, 2, MPI_INT, 1, target, disp, pcount, MPI_INT, op_abs, win);
+}
+
+/* PSCW, rank 0 the origin and rank 1 the target polling MPI_Win_test: the AM
+ * completes (with MPIX_AM_NO_PROGRESS_HOOK only MPI_Win_test serves it there). */
+static void pscw_test(MPI_Win win, MPIX_Am_op op_abs)
+{
+    int *mem, flag = 0, peer = 1 - rank;
+    MPI_Win_get_attr(win, MPI_WIN_BASE, &mem, &flag);
+    MPI_Group world, group;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int before = mem[0], in[2] = { 7, -8 }, out[2] = { 0, 0 };
+    if (rank < 2) MPI_Group_incl(world, 1, &peer, &group);
+    if (rank == 0) {
+        MPI_Win_start(group, 0, win);
+        int rc = MPIX_Am(in, 2, MPI_INT, out, 2, MPI_INT, 1, 1, 0, 1, MPI_INT, op_abs, win);
+        if (rc == MPI_SUCCESS) rc = MPI_Win_complete(win);
+        CHECK(rc == MPI_SUCCESS && out[0] == 7 && out[1] == 8, "PSCW AM: rc %d, output %d %d", rc, out[0], out[1]);
+    } else if (rank == 1) {
+        MPI_Win_post(group, 0, win);
+        for (flag = 0; !flag;) MPI_Win_test(win, &flag);
+        CHECK(mem[0] - before == 2, "PSCW with MPI_Win_test: the AM ran %d elements", mem[0] - before);
+    }
+    if (rank < 2) MPI_Group_free(&group);
+    MPI_Group_free(&world);
 }
 
 /* MPI_Win_flush_local(_all) completes AMs locally: their output is in place, as
@@ -595,6 +624,7 @@ int main(int argc, char **argv)
     progress(win, op_abs);
     reservations(mem, op_touch);
     flush_local(win, op_abs);
+    pscw_test(win, op_abs);
     ranges(win, op_abs);
     MPI_Win_free(&win);
     dynamic(op_abs);

@@ -229,6 +229,8 @@ suite "active messages, every message a UCX rendezvous (np 4)" \
     --mca pml_ubermatch_ucx_rndv_thresh 64 build/mpix_am_test
 suite "active messages without pml/ubermatch's arrival hook (np 4, MPIX_AM_NO_PML_HOOKS)" \
     timeout 60 mpirun -np 4 -x MPIX_AM_NO_PML_HOOKS=1 --mca pml ubermatch build/mpix_am_test
+suite "active messages served only inside the intercepted calls, as under another MPI (np 4, MPIX_AM_NO_PROGRESS_HOOK)" \
+    timeout 60 mpirun -np 4 -x MPIX_AM_NO_PROGRESS_HOOK=1 --mca pml ubermatch build/mpix_am_test
 suite "active messages under MPI_THREAD_MULTIPLE: every call refused, saying why; RMA served (np 4)" \
     timeout 60 mpirun -np 4 --mca pml ubermatch build/mpix_am_test --thread-multiple
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
