@@ -246,6 +246,14 @@ int am_complete(am_win *w, int target)
     if (e == MPI_ERR_RMA_RANGE)
         return am_fail(e, "an AM's target location lay outside every region attached to the target's dynamic "
                           "window (MPI_Win_attach); its handler did not run");
+    if (e != MPI_SUCCESS) { /* what a handler returned: its AM's output is not written */
+        char text[MPI_MAX_ERROR_STRING], msg[MPI_MAX_ERROR_STRING + 96];
+        int len = 0;
+        if (PMPI_Error_string(e, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "not an MPI error code");
+        snprintf(msg, sizeof msg, "an AM handler returned %d (%s) at its target; that AM's output is not written", e,
+                 text);
+        return am_fail(e, msg);
+    }
     return e;
 }
 

@@ -390,6 +390,26 @@ static void flush_local(MPI_Win win, MPIX_Am_op op_abs)
     MPI_Win_unlock_all(win);
 }
 
+/* A handler that fails: its error comes back from the completing call; the AM
+ * after it in the same epoch runs and returns its output. */
+static int fails(const void *in, int ic, MPI_Datatype it, void *out, int oc, MPI_Datatype ot, void *pers, int pc,
+                 MPI_Datatype pt)
+{
+    (void)in; (void)ic; (void)it; (void)out; (void)oc; (void)ot; (void)pers; (void)pc; (void)pt;
+    return MPI_ERR_OTHER;
+}
+
+static void handler_error(MPI_Win win, MPIX_Am_op op_abs, MPIX_Am_op op_fails)
+{
+    int target = (rank + 1) % size, in[2] = { -1, -2 }, out[2] = { 0, 0 }, next[2] = { 0, 0 };
+    MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win);
+    MPIX_Am(in, 2, MPI_INT, out, 2, MPI_INT, 1, target, 0, 1, MPI_INT, op_fails, win);
+    MPIX_Am(in, 2, MPI_INT, next, 2, MPI_INT, 1, target, 0, 1, MPI_INT, op_abs, win);
+    int rc = MPI_Win_unlock(target, win);
+    CHECK(rc == MPI_ERR_OTHER && out[0] == 0 && next[0] == 1 && next[1] == 2,
+          "a failing handler: unlock returned %d, outputs %d and %d %d", rc, out[0], next[0], next[1]);
+}
+
 /* A target location outside the target's window is refused at the origin
  * (MPI_ERR_RMA_RANGE, nothing sent), as are segments of 2 GiB or more; the
  * epoch's other AMs complete, at the window's last int too. */
@@ -623,6 +643,9 @@ int main(int argc, char **argv)
     amv(mem, win, op_search);
     progress(win, op_abs);
     reservations(mem, op_touch);
+    MPIX_Am_op op_fails;
+    MPIX_Am_op_create(fails, &op_fails);
+    handler_error(win, op_abs, op_fails);
     flush_local(win, op_abs);
     pscw_test(win, op_abs);
     ranges(win, op_abs);
