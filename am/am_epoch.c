@@ -166,6 +166,8 @@ int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
  * buffer reservations: epoch_ends at unlock, fence and complete, not at flush. */
 static int complete(am_win *w, int target, int epoch_ends)
 {
+    if (target != MPI_ANY_SOURCE && (target < 0 || target >= w->size))
+        return MPI_SUCCESS; /* MPI_PROC_NULL (no AM goes there), or a bad rank MPI itself reports */
     am_busy++;
     int rc = am_complete(w, target);
     int lo = target == MPI_ANY_SOURCE ? 0 : target, hi = target == MPI_ANY_SOURCE ? w->size : target + 1;

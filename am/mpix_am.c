@@ -300,6 +300,7 @@ static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, v
     char msg[256];
     am_win *w;
     if (!(w = am_state(win))) return am_unknown_window(fn);
+    if (target == MPI_PROC_NULL) return MPI_SUCCESS; /* as an RMA operation to it: no effect */
     if (target < 0 || target >= w->size) {
         snprintf(msg, sizeof msg, "%s: target rank %d out of range; valid ranks are 0 .. %d", fn, target,
                  w->size - 1);

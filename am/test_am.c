@@ -410,6 +410,28 @@ static void handler_error(MPI_Win win, MPIX_Am_op op_abs, MPIX_Am_op op_fails)
           "a failing handler: unlock returned %d, outputs %d and %d %d", rc, out[0], next[0], next[1]);
 }
 
+/* MPI_PROC_NULL as a target, as MPI RMA takes it: an AM to it has no effect.
+ * Locking and unlocking it are MPI's to judge (Open MPI 4.1's osc/rdma refuses
+ * them with MPI_ERR_RANK; its MPI_Win_flush(MPI_PROC_NULL) crashes, so that is
+ * not called); the library adds nothing to complete there (it read outside its
+ * per-target arrays: MPICH's rmanull died of SIGSEGV with the library preloaded). */
+static void proc_null(MPI_Win win, MPIX_Am_op op_abs)
+{
+    int in[2] = { -1, -2 }, out[2] = { 9, 9 }, class = MPI_SUCCESS;
+    MPI_Win_lock_all(0, win);
+    int rc = MPIX_Am(in, 2, MPI_INT, out, 2, MPI_INT, 1, MPI_PROC_NULL, 0, 1, MPI_INT, op_abs, win);
+    CHECK(rc == MPI_SUCCESS, "an AM to MPI_PROC_NULL returned %d", rc);
+    rc = MPI_Win_unlock_all(win);
+    CHECK(rc == MPI_SUCCESS && out[0] == 9 && out[1] == 9, "after an AM to MPI_PROC_NULL: rc %d, output %d %d", rc,
+          out[0], out[1]);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    for (int i = 0; i < 1000; i++) {
+        MPI_Error_class(MPI_Win_unlock(MPI_PROC_NULL, win), &class);
+        CHECK(class == MPI_SUCCESS || class == MPI_ERR_RANK, "MPI_Win_unlock(MPI_PROC_NULL): class %d", class);
+    }
+    MPI_Win_set_errhandler(win, MPI_ERRORS_ARE_FATAL);
+}
+
 /* A target location outside the target's window is refused at the origin
  * (MPI_ERR_RMA_RANGE, nothing sent), as are segments of 2 GiB or more; the
  * epoch's other AMs complete, at the window's last int too. */
@@ -647,6 +669,7 @@ int main(int argc, char **argv)
     MPIX_Am_op_create(fails, &op_fails);
     handler_error(win, op_abs, op_fails);
     flush_local(win, op_abs);
+    proc_null(win, op_abs);
     pscw_test(win, op_abs);
     ranges(win, op_abs);
     MPI_Win_free(&win);
