@@ -29,7 +29,9 @@ typedef int MPIX_AMV_USER_FUNCTION(const void *input, int input_count, MPI_Datat
 
 typedef int MPIX_Am_op;
 
-/* Register a handler; every process registers the same handlers in the same order. */
+/* Register a handler; every process registers the same handlers in the same order,
+ * before any AM can reach it (e.g. before creating the window): an AM naming a
+ * handler its target has not registered yet fails with MPI_ERR_OP. */
 int MPIX_Am_op_create(MPIX_AM_USER_FUNCTION *fn, MPIX_Am_op *op);
 int MPIX_Amv_op_create(MPIX_AMV_USER_FUNCTION *fn, MPIX_Am_op *op);
 

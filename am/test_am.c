@@ -559,7 +559,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPIX_Am_op op_abs, op_search, op_touch;
+    MPIX_Am_op op_abs, op_search, op_touch, op_fails;
     MPIX_Am_op_create(absval, &op_abs);
     if (size < 2) {
         if (rank == 0) printf("mpix_am_test needs at least 2 ranks\n");
@@ -568,6 +568,7 @@ int main(int argc, char **argv)
     }
     MPIX_Am_op_create(search, &op_search);
     MPIX_Am_op_create(touch, &op_touch);
+    MPIX_Am_op_create(fails, &op_fails); /* before any AM can reach this process: in the same order everywhere */
 
     /* window: [0] AM element count, [1] accumulate target, then the keys */
     int *mem;
@@ -665,8 +666,6 @@ int main(int argc, char **argv)
     amv(mem, win, op_search);
     progress(win, op_abs);
     reservations(mem, op_touch);
-    MPIX_Am_op op_fails;
-    MPIX_Am_op_create(fails, &op_fails);
     handler_error(win, op_abs, op_fails);
     flush_local(win, op_abs);
     proc_null(win, op_abs);
