@@ -222,37 +222,31 @@ int MPI_Win_lock_all(int assert, MPI_Win win)
 }
 
 /* A flush completes the AMs to target (MPI_ANY_SOURCE: all), then MPI's own
- * operations. flush_local too: an AM returns output, as MPI_Get_accumulate does,
- * and local completion means that output is in place. */
+ * operations (mpi, called after: the AMs' error comes first). flush_local too:
+ * an AM returns output, as MPI_Get_accumulate does, and local completion means
+ * that output is in place. */
 static int flushed(MPI_Win win, int target)
 {
     am_win *w = am_state(win);
     return w ? complete(w, target, 0) : MPI_SUCCESS;
 }
 
-int MPI_Win_flush(int rank, MPI_Win win)
+static int flush_one(MPI_Win win, int rank, int (*mpi)(int, MPI_Win))
 {
     int rc = flushed(win, rank);
-    return first_error(rc, PMPI_Win_flush(rank, win));
+    return first_error(rc, mpi(rank, win));
 }
 
-int MPI_Win_flush_all(MPI_Win win)
+static int flush_every(MPI_Win win, int (*mpi)(MPI_Win))
 {
     int rc = flushed(win, MPI_ANY_SOURCE);
-    return first_error(rc, PMPI_Win_flush_all(win));
+    return first_error(rc, mpi(win));
 }
 
-int MPI_Win_flush_local(int rank, MPI_Win win)
-{
-    int rc = flushed(win, rank);
-    return first_error(rc, PMPI_Win_flush_local(rank, win));
-}
-
-int MPI_Win_flush_local_all(MPI_Win win)
-{
-    int rc = flushed(win, MPI_ANY_SOURCE);
-    return first_error(rc, PMPI_Win_flush_local_all(win));
-}
+int MPI_Win_flush(int rank, MPI_Win win) { return flush_one(win, rank, PMPI_Win_flush); }
+int MPI_Win_flush_local(int rank, MPI_Win win) { return flush_one(win, rank, PMPI_Win_flush_local); }
+int MPI_Win_flush_all(MPI_Win win) { return flush_every(win, PMPI_Win_flush_all); }
+int MPI_Win_flush_local_all(MPI_Win win) { return flush_every(win, PMPI_Win_flush_local_all); }
 
 int MPI_Win_unlock(int rank, MPI_Win win)
 {

@@ -46,19 +46,19 @@ static void types_init(void)
     for (int i = 0; i < ntypes; i++) PMPI_Type_size(types[i], &sizes[i]);
 }
 
-/* The size of t, whose am_type_index is index. */
-static int type_size(MPI_Datatype t, int index)
-{
-    int size;
-    if (index >= 0) return sizes[index];
-    PMPI_Type_size(t, &size);
-    return size;
-}
-
 int am_type_bytes(int index)
 {
     types_init();
     return index >= 0 && index < ntypes ? sizes[index] : 1;
+}
+
+/* The size of t, whose am_type_index is index. */
+static int type_size(MPI_Datatype t, int index)
+{
+    int size;
+    if (index >= 0) return am_type_bytes(index);
+    PMPI_Type_size(t, &size);
+    return size;
 }
 
 int am_type_index(MPI_Datatype t)

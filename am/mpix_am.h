@@ -1,8 +1,9 @@
 /* MPI-interoperable active messages (Zhao, Balaji, Gropp, Thakur, CCGrid 2013).
  * AMs are RMA operations of a window epoch: issue inside fence or lock epochs,
  * complete at the closing fence, MPI_Win_unlock(_all), MPI_Win_flush(_all),
- * MPI_Win_flush_local(_all) (the output in place) or MPI_Win_complete.  Window info key "am_pack_threshold" (default 0.8): MPIX_Amv
- * packs its output when the generated share is at most this, else sends it whole. */
+ * MPI_Win_flush_local(_all) (the output in place) or MPI_Win_complete.  Window
+ * info key "am_pack_threshold" (default 0.8): MPIX_Amv packs its output when the
+ * generated share is at most this, else sends it whole. */
 #ifndef MPIX_AM_H
 #define MPIX_AM_H
 #include <mpi.h>
