@@ -39,6 +39,8 @@ def main():
         if rank != a.rank:
             continue
         d = depth[cid]
+        if result == "2":  # refused under an assertion: nothing queued or taken
+            continue
         if op == "post_recv":
             d[0 if result == "0" else 1] += 1 if result == "0" else -1
         elif op == "arrive":
