@@ -135,10 +135,10 @@ static void serve_batch(am_win *w, int source, const char *msg)
         p = in + AM_PAD((size_t)h.in_bytes * (size_t)h.nseg);
         int kind = h.op >= 0 && h.op < am_nops ? am_ops[h.op].kind : -1;
         am_resp r = { MPI_SUCCESS, 0 };
-        void *pers = am_persistent(w, &h);
+        void *pers = NULL;
         if (kind < 0) r.status = MPI_ERR_OP;
         else if (!am_fits(w, h.in_bytes + h.out_bytes)) r.status = MPI_ERR_BUFFER;
-        else if (!pers) r.status = MPI_ERR_RMA_RANGE;
+        else if (!(pers = am_persistent(w, &h))) r.status = MPI_ERR_RMA_RANGE;
         if (r.status != MPI_SUCCESS) {
             t->buf = am_grow(t->buf, &t->cap, len + sizeof r, 1);
             memcpy(t->buf + len, &r, sizeof r);
