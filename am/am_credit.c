@@ -74,7 +74,7 @@ int am_credit_acquire(am_win *w, int t, long long bytes)
             continue;
         }
         w->holds_all[t] = 0; /* nothing in flight: other origins may have released space */
-        am_serve_any();
+        am_idle();
     }
     w->staged[t] += bytes;
     return MPI_SUCCESS;

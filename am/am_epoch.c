@@ -17,26 +17,9 @@ am_win *am_state(MPI_Win win)
     return flag ? w : NULL;
 }
 
-/* Handlers, buffers and batches are served by one thread at a time, and the
- * PML's arrival hook may run in any thread that progresses: under
- * MPI_THREAD_MULTIPLE no window becomes an AM window (each call says why)
- * rather than race. */
-static int thread_multiple(void)
-{
-    int level = MPI_THREAD_SINGLE;
-    PMPI_Query_thread(&level);
-    return level == MPI_THREAD_MULTIPLE;
-}
-
 int am_unknown_window(const char *fn)
 {
     char msg[320];
-    if (thread_multiple()) {
-        snprintf(msg, sizeof msg, "%s: mpix_am serves no window of a program initialized with "
-                 "MPI_THREAD_MULTIPLE (its handlers and buffers are served by one thread at a time); "
-                 "initialize MPI with MPI_THREAD_SERIALIZED or lower", fn);
-        return am_fail(MPI_ERR_OTHER, msg);
-    }
     snprintf(msg, sizeof msg, "%s: not a window of this program's (made by MPI_Win_create, MPI_Win_allocate, "
              "MPI_Win_allocate_shared or MPI_Win_create_dynamic, and not freed)", fn);
     return am_fail(MPI_ERR_WIN, msg);
@@ -87,10 +70,14 @@ static void hints(am_win *w, MPI_Info info)
 
 static void setup(MPI_Win win, MPI_Comm comm, float threshold, MPI_Info info)
 {
+    am_threads_init();
+    am_enter();
     if (keyval == MPI_KEYVAL_INVALID)
         PMPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, MPI_WIN_NULL_DELETE_FN, &keyval, NULL);
+    am_leave();
     am_win *w = calloc(1, sizeof *w);
     if (!w) abort();
+    am_win_locks_init(w);
     PMPI_Comm_dup(comm, &w->comm);
     PMPI_Comm_group(w->comm, &w->group);
     PMPI_Comm_rank(comm, &w->rank);
@@ -123,11 +110,11 @@ static void setup(MPI_Win win, MPI_Comm comm, float threshold, MPI_Info info)
     am_progress_attach(w);
 }
 
-/* After a window is made: it becomes an AM window (not under MPI_THREAD_MULTIPLE).
- * The window comes by address: read after the call that made it. */
+/* After a window is made: it becomes an AM window.  The window comes by
+ * address: read after the call that made it. */
 static int made(int rc, const MPI_Win *win, MPI_Comm comm, float threshold, MPI_Info info)
 {
-    if (rc == MPI_SUCCESS && !thread_multiple()) setup(*win, comm, threshold, info);
+    if (rc == MPI_SUCCESS) setup(*win, comm, threshold, info);
     return rc;
 }
 
@@ -163,16 +150,24 @@ int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 }
 
 /* Completes the AMs to target (MPI_ANY_SOURCE: all) and returns or keeps the
- * buffer reservations: epoch_ends at unlock, fence and complete, not at flush. */
+ * buffer reservations: epoch_ends at unlock, fence and complete, not at flush.
+ * w's calls held (am_win_enter). */
 static int complete(am_win *w, int target, int epoch_ends)
 {
     if (target != MPI_ANY_SOURCE && (target < 0 || target >= w->size))
         return MPI_SUCCESS; /* MPI_PROC_NULL (no AM goes there), or a bad rank MPI itself reports */
-    am_busy++;
     int rc = am_complete(w, target);
     int lo = target == MPI_ANY_SOURCE ? 0 : target, hi = target == MPI_ANY_SOURCE ? w->size : target + 1;
     for (int t = lo; t < hi; t++) am_credit_sync(w, t, epoch_ends);
-    am_busy--;
+    return rc;
+}
+
+/* complete() as one call on w. */
+static int complete_call(am_win *w, int target, int epoch_ends)
+{
+    am_win_enter(w);
+    int rc = complete(w, target, epoch_ends);
+    am_win_leave(w);
     return rc;
 }
 
@@ -182,6 +177,7 @@ int MPI_Win_fence(int assert, MPI_Win win)
     am_win *w = am_state(win);
     int rc = MPI_SUCCESS;
     if (w) {
+        am_win_enter(w);
         /* my AMs complete (and my reservations go back) before the collective, so an
          * origin still waiting for buffer space somewhere is not blocked by me */
         rc = complete(w, MPI_ANY_SOURCE, 1);
@@ -189,12 +185,11 @@ int MPI_Win_fence(int assert, MPI_Win win)
         MPI_Request r; /* non-blocking: where no progress hook serves, an origin may still wait for me */
         PMPI_Ireduce_scatter_block(w->issued, &expected, 1, MPI_INT, MPI_SUM, w->comm, &r);
         am_wait(1, &r);
-        am_busy++;
-        while (w->served_fence < expected) am_serve_any();
-        am_busy--;
+        while (w->served_fence < expected) am_idle();
         w->served_fence -= expected;
         memset(w->issued, 0, sizeof(int) * (size_t)w->size);
         w->fence_open = !(assert & MPI_MODE_NOSUCCEED);
+        am_win_leave(w);
     }
     return first_error(rc, PMPI_Win_fence(assert, win));
 }
@@ -204,10 +199,10 @@ int MPI_Win_lock(int type, int rank, int assert, MPI_Win win)
     int rc = PMPI_Win_lock(type, rank, assert, win);
     am_win *w = am_state(win);
     if (w && rc == MPI_SUCCESS && rank >= 0 && rank < w->size) {
+        am_win_enter(w);
         w->access[rank]++;
-        am_busy++;
         am_credit_lock(w, rank, type == MPI_LOCK_EXCLUSIVE);
-        am_busy--;
+        am_win_leave(w);
     }
     return rc;
 }
@@ -216,8 +211,11 @@ int MPI_Win_lock_all(int assert, MPI_Win win)
 {
     int rc = PMPI_Win_lock_all(assert, win);
     am_win *w = am_state(win);
-    if (w && rc == MPI_SUCCESS)
+    if (w && rc == MPI_SUCCESS) {
+        am_win_enter(w);
         for (int i = 0; i < w->size; i++) w->access[i]++;
+        am_win_leave(w);
+    }
     return rc;
 }
 
@@ -228,7 +226,7 @@ int MPI_Win_lock_all(int assert, MPI_Win win)
 static int flushed(MPI_Win win, int target)
 {
     am_win *w = am_state(win);
-    return w ? complete(w, target, 0) : MPI_SUCCESS;
+    return w ? complete_call(w, target, 0) : MPI_SUCCESS;
 }
 
 static int flush_one(MPI_Win win, int rank, int (*mpi)(int, MPI_Win))
@@ -253,11 +251,13 @@ int MPI_Win_unlock(int rank, MPI_Win win)
     am_win *w = am_state(win);
     int rc = MPI_SUCCESS;
     if (w) {
+        am_win_enter(w);
         rc = complete(w, rank, 1);
         if (rank >= 0 && rank < w->size) {
             if (w->access[rank] > 0) w->access[rank]--;
             w->excl[rank] = 0;
         }
+        am_win_leave(w);
     }
     return first_error(rc, PMPI_Win_unlock(rank, win));
 }
@@ -267,9 +267,11 @@ int MPI_Win_unlock_all(MPI_Win win)
     am_win *w = am_state(win);
     int rc = MPI_SUCCESS;
     if (w) {
+        am_win_enter(w);
         rc = complete(w, MPI_ANY_SOURCE, 1);
         for (int i = 0; i < w->size; i++)
             if (w->access[i] > 0) w->access[i]--;
+        am_win_leave(w);
     }
     return first_error(rc, PMPI_Win_unlock_all(win));
 }
@@ -291,10 +293,12 @@ int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
     int rc = PMPI_Win_start(group, assert, win);
     am_win *w = am_state(win);
     if (w && rc == MPI_SUCCESS) {
+        am_win_enter(w);
         free(w->started);
         w->started = group_ranks(w, group, &w->nstarted);
         for (int i = 0; i < w->nstarted; i++)
             if (w->started[i] >= 0) w->access[w->started[i]]++;
+        am_win_leave(w);
     }
     return rc;
 }
@@ -305,6 +309,7 @@ int MPI_Win_complete(MPI_Win win)
 {
     am_win *w = am_state(win);
     int rc = MPI_SUCCESS;
+    if (w) am_win_enter(w);
     if (w && w->started) {
         int n = w->nstarted, *r = w->started;
         for (int i = 0; i < n; i++)
@@ -316,6 +321,7 @@ int MPI_Win_complete(MPI_Win win)
         free(r);
         w->started = NULL;
     }
+    if (w) am_win_leave(w);
     return first_error(rc, PMPI_Win_complete(win));
 }
 
@@ -328,9 +334,9 @@ int MPI_Win_wait(MPI_Win win)
     while (rc == MPI_SUCCESS && !done) {
         rc = PMPI_Win_test(win, &done);
         if (!done) {
-            am_busy++;
+            am_enter();
             am_serve_any();
-            am_busy--;
+            am_leave();
         }
     }
     return rc;
@@ -341,10 +347,9 @@ int MPI_Win_wait(MPI_Win win)
 int MPI_Win_test(MPI_Win win, int *flag)
 {
     am_win *w = am_state(win);
-    if (w && !am_busy) {
-        am_busy++;
+    if (w && am_try_enter()) {
         am_serve_any();
-        am_busy--;
+        am_leave();
     }
     return PMPI_Win_test(win, flag);
 }
@@ -357,10 +362,9 @@ static int barrier_serving(MPI_Comm comm)
     int done = 0, rc = PMPI_Ibarrier(comm, &r);
     while (rc == MPI_SUCCESS && !done) {
         rc = PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
-        if (!done && !am_busy) {
-            am_busy++;
+        if (!done && am_try_enter()) {
             am_serve_any();
-            am_busy--;
+            am_leave();
         }
     }
     return rc;
@@ -368,15 +372,20 @@ static int barrier_serving(MPI_Comm comm)
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    return am_windows && !am_progress_hooked() ? barrier_serving(comm) : PMPI_Barrier(comm);
+    am_enter();
+    int serve = am_windows && !am_progress_hooked();
+    am_leave();
+    return serve ? barrier_serving(comm) : PMPI_Barrier(comm);
 }
 
 int MPIX_Am_win_get_sync(MPI_Win win, double *seconds, long *handshakes)
 {
     am_win *w = am_state(win);
     if (!w) return am_unknown_window("MPIX_Am_win_get_sync");
+    am_win_enter(w);
     *seconds = w->sync_seconds;
     *handshakes = w->handshakes;
+    am_win_leave(w);
     return MPI_SUCCESS;
 }
 
@@ -384,9 +393,9 @@ int MPI_Win_free(MPI_Win *win)
 {
     am_win *w = am_state(*win);
     if (w) {
-        complete(w, MPI_ANY_SOURCE, 1);
+        complete_call(w, MPI_ANY_SOURCE, 1);
         barrier_serving(w->comm); /* every origin's AMs to me have been served */
-        am_progress_detach(w);
+        am_progress_detach(w);    /* from here no other thread reaches w */
         while (w->tx) {
             am_tx_drain(w);
         }
@@ -399,6 +408,7 @@ int MPI_Win_free(MPI_Win *win)
         free(w->rx);
         am_range_free(w);
         am_batches_free(w);
+        am_win_locks_destroy(w);
         free(w);
     }
     return PMPI_Win_free(win);

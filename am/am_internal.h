@@ -4,6 +4,7 @@
 #define AM_INTERNAL_H
 #include "mpix_am.h"
 #include "ompi/mca/pml/ubermatch/pml_ubermatch_am_hooks.h"
+#include <pthread.h>
 #include <stddef.h>
 
 /* TAG_RESP answers a batch whose origin posted a receive for it, TAG_ANSWER one
@@ -55,7 +56,7 @@ typedef struct am_batch {
     struct am_batch *next;
 } am_batch;
 
-typedef struct am_rx {     /* a request or reservation taken at arrival */
+typedef struct am_rx {     /* a request or reservation taken at arrival (or a response deferred) */
     int source, tag, here; /* here = 0: its payload was not offered (rendezvous): receive it */
     char *buf;
     size_t len, cap;
@@ -108,6 +109,11 @@ typedef struct am_win {
      * in arrival order, and nothing is probed; 0: probe (another PML). */
     int taken;
     am_rx *inbox, *inbox_tail, *rx_free;
+    /* MPI_THREAD_MULTIPLE (am_thread.c): calls on this window one at a time;
+     * arrivals the hook took, waiting for the library's lock */
+    pthread_mutex_t calls, deferred_lock;
+    am_rx *deferred, *deferred_tail;
+    int has_deferred;
     struct am_win *next;          /* list of windows served from progress */
 } am_win;
 
@@ -115,7 +121,54 @@ typedef struct { int kind; void *fn; } am_op_entry;
 extern am_op_entry am_ops[MAX_OPS];
 extern int am_nops;
 extern am_win *am_windows;
-extern int am_busy; /* inside the library: the progress hook must not re-enter */
+/* threads (am_thread.c) */
+extern int am_mt; /* MPI_THREAD_MULTIPLE: the locks below are taken (read through am_threaded) */
+static inline int am_threaded(void)
+{
+    return __atomic_load_n(&am_mt, __ATOMIC_RELAXED);
+}
+extern __thread int am_busy __attribute__((tls_model("initial-exec"))); /* this thread is inside the library */
+void am_threads_init(void);    /* decides am_mt: before the first window */
+void am_lock_take(void);       /* the library's lock itself (am_thread.c) */
+void am_lock_give(void);
+int am_lock_try(void);
+/* The library's lock, nested: counted in am_busy, taken at the outermost. Inline:
+ * the progress hook tries it at every opal_progress. */
+static inline void am_enter(void)
+{
+    if (am_busy++ == 0 && am_threaded()) am_lock_take();
+}
+static inline void am_leave(void)
+{
+    if (--am_busy == 0 && am_threaded()) am_lock_give();
+}
+/* 0: this thread is inside already, or another holds the lock */
+static inline int am_try_enter(void)
+{
+    if (am_busy || (am_threaded() && !am_lock_try())) return 0;
+    am_busy = 1;
+    return 1;
+}
+int am_release(void);          /* lets the lock go around a wait; returns what am_reacquire takes */
+void am_reacquire(int busy);
+/* A call on w: w's own lock, then the library's. */
+static inline void am_win_enter(am_win *w)
+{
+    if (am_threaded()) pthread_mutex_lock(&w->calls);
+    am_enter();
+}
+static inline void am_win_leave(am_win *w)
+{
+    am_leave();
+    if (am_threaded()) pthread_mutex_unlock(&w->calls);
+}
+void am_idle(void);            /* one round of a wait: progress without the lock, then serve */
+am_rx *am_rx_get(am_win *w);
+void am_rx_put(am_win *w, am_rx *r);
+int am_defer(am_win *w, int source, int tag, const void *data, size_t len); /* the hook, threaded */
+void am_drain(am_win *w);      /* the deferred arrivals on: under the library's lock */
+void am_win_locks_init(am_win *w);
+void am_win_locks_destroy(am_win *w);
 
 int am_fail(int code, const char *msg);
 int am_type_index(MPI_Datatype t); /* predefined type -> index > 0, else -1 */
@@ -148,9 +201,10 @@ int am_take_answer(am_win *w, int source, const void *data, size_t len);
 int am_serve_one(am_win *w);
 int am_serve_any(void); /* every window; returns how many it served */
 void am_wait(int n, MPI_Request *r); /* serving meanwhile */
-void am_wait_answer(am_batch *b);    /* until a taken response arrived, serving meanwhile */
+void am_wait_answer(am_win *w, am_batch *b); /* until a taken response arrived, serving meanwhile */
 void am_tx_drain(am_win *w);
 void am_progress_attach(am_win *w); /* collective over w->comm */
 void am_progress_detach(am_win *w);
 int am_progress_hooked(void); /* 1: AMs are served from Open MPI's progress */
+void am_opal_progress(void);  /* one opal_progress (only where hooked) */
 #endif

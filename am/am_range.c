@@ -86,8 +86,10 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
     if (w && rc == MPI_SUCCESS) {
         am_region *r = malloc(sizeof *r);
         if (!r) abort();
+        am_enter(); /* targets read the regions while serving */
         *r = (am_region){ (MPI_Aint)(uintptr_t)base, size, w->regions };
         w->regions = r;
+        am_leave();
     }
     return rc;
 }
@@ -96,7 +98,8 @@ int MPI_Win_detach(MPI_Win win, const void *base)
 {
     int rc = PMPI_Win_detach(win, base);
     am_win *w = am_state(win);
-    if (w && rc == MPI_SUCCESS)
+    if (w && rc == MPI_SUCCESS) {
+        am_enter();
         for (am_region **p = &w->regions; *p; p = &(*p)->next)
             if ((*p)->addr == (MPI_Aint)(uintptr_t)base) {
                 am_region *r = *p;
@@ -104,5 +107,7 @@ int MPI_Win_detach(MPI_Win win, const void *base)
                 free(r);
                 break;
             }
+        am_leave();
+    }
     return rc;
 }

@@ -6,6 +6,16 @@
  * runs AMs; under another MPI they are served from the epoch calls only. */
 #include "am_internal.h"
 #include <dlfcn.h>
+#ifdef __SANITIZE_THREAD__
+#include <sanitizer/tsan_interface.h>
+/* The PML hands a window to its arrival hook under its own lock, which
+ * ThreadSanitizer cannot see in the uninstrumented component: say so. */
+#define HANDED_OVER(w) __tsan_release(w)
+#define TAKEN_OVER(w) __tsan_acquire(w)
+#else
+#define HANDED_OVER(w) ((void)(w))
+#define TAKEN_OVER(w) ((void)(w))
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,15 +35,17 @@ int MPIX_Am_win_buffer_attach(void *buffer, int size, MPI_Win win)
     am_win *w = am_state(win);
     if (!w) return am_unknown_window("MPIX_Am_win_buffer_attach");
     if (!buffer || size <= 0) return am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_attach: null buffer or size <= 0");
-    for (int i = 0; i < MAX_BUFS; i++)
-        if (!w->buf[i]) {
-            w->buf[i] = buffer;
-            w->buf_size[i] = size;
-            w->user_total += size;
-            if (i >= w->nbuf) w->nbuf = i + 1;
-            return MPI_SUCCESS;
-        }
-    return am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_attach: more than 16 buffers attached");
+    int i = 0;
+    am_win_enter(w);
+    while (i < MAX_BUFS && w->buf[i]) i++;
+    if (i < MAX_BUFS) {
+        w->buf[i] = buffer;
+        w->buf_size[i] = size;
+        w->user_total += size;
+        if (i >= w->nbuf) w->nbuf = i + 1;
+    }
+    am_win_leave(w);
+    return i < MAX_BUFS ? MPI_SUCCESS : am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_attach: more than 16 buffers attached");
 }
 
 /* Waits until the origins' reservations leave the buffer's bytes free (a
@@ -42,16 +54,17 @@ int MPIX_Am_win_buffer_detach(void *buffer, MPI_Win win)
 {
     am_win *w = am_state(win);
     if (!w) return am_unknown_window("MPIX_Am_win_buffer_detach");
-    for (int i = 0; i < w->nbuf; i++)
-        if (w->buf[i] == buffer) {
-            am_busy++;
-            while (w->user_total - w->buf_size[i] < w->user_reserved) am_serve_any();
-            am_busy--;
-            w->user_total -= w->buf_size[i];
-            w->buf[i] = NULL;
-            return MPI_SUCCESS;
-        }
-    return am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_detach: buffer is not attached to this window");
+    am_win_enter(w);
+    int i = 0;
+    while (i < w->nbuf && w->buf[i] != buffer) i++;
+    if (i < w->nbuf) {
+        while (w->user_total - w->buf_size[i] < w->user_reserved) am_idle();
+        w->user_total -= w->buf_size[i];
+        w->buf[i] = NULL;
+    }
+    am_win_leave(w);
+    return i < w->nbuf ? MPI_SUCCESS
+                       : am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_detach: buffer is not attached to this window");
 }
 
 /* Moves completed response sends to the spare list. */
@@ -176,6 +189,7 @@ int am_serve_one(am_win *w)
     MPI_Message m;
     MPI_Status st;
     const char *msg;
+    am_drain(w);
     am_rx *r = w->inbox;
     if (r) {
         if (!(w->inbox = r->next)) w->inbox_tail = NULL;
@@ -195,10 +209,7 @@ int am_serve_one(am_win *w)
     }
     if (st.MPI_TAG == TAG_RSV) am_credit_serve(w, st.MPI_SOURCE, msg);
     else serve_batch(w, st.MPI_SOURCE, msg);
-    if (r) { /* after serving: msg may be its buffer */
-        r->next = w->rx_free;
-        w->rx_free = r;
-    }
+    if (r) am_rx_put(w, r); /* after serving: msg may be its buffer */
     return 1;
 }
 
@@ -226,14 +237,15 @@ static const mca_pml_ubermatch_am_hooks_t *pml_hooks;
 
 static int progress_cb(void)
 {
-    if (am_busy) return 0; /* our own MPI calls progress too: no re-entry */
+    /* our own MPI calls progress too: no re-entry (nor a wait for another thread's lock) */
+    if (!am_try_enter()) return 0;
     int n = 0;
     for (am_win *w = am_windows; w; w = w->next) {
+        am_drain(w);
         if (w->taken && !w->inbox) continue;
-        am_busy++;
         while (am_serve_one(w)) n++;
-        am_busy--;
     }
+    am_leave();
     return n;
 }
 
@@ -243,11 +255,11 @@ static int progress_cb(void)
 static int take(void *arg, int source, int tag, const void *data, size_t len)
 {
     am_win *w = arg;
+    TAKEN_OVER(w);
+    if (am_threaded()) return am_defer(w, source, tag, data, len);
     if (tag == TAG_ANSWER) return am_take_answer(w, source, data, len);
     if (tag != TAG_REQ && tag != TAG_RSV) return 0;
-    am_rx *r = w->rx_free;
-    if (r) w->rx_free = r->next;
-    else if (!(r = calloc(1, sizeof *r))) abort();
+    am_rx *r = am_rx_get(w);
     r->source = source;
     r->tag = tag;
     r->here = data != NULL;
@@ -283,37 +295,41 @@ int am_progress_hooked(void)
     return hooked;
 }
 
+void am_opal_progress(void)
+{
+    if (opal_progress_fn) opal_progress_fn();
+}
+
 /* Waits for n requests inside the library.  With the hook, the progress that
- * MPI_Waitall makes serves AMs (the guard is lifted around it: the callback
+ * MPI_Waitall makes serves AMs (the lock is let go around it: the callback
  * touches only the target side); without it, test and serve by hand. */
 void am_wait(int n, MPI_Request *r)
 {
-    int busy = am_busy;
     if (hooked) {
-        am_busy = 0;
+        int busy = am_release();
         PMPI_Waitall(n, r, MPI_STATUSES_IGNORE);
-        am_busy = busy;
+        am_reacquire(busy);
         return;
     }
     for (int done = 0; !done;) {
         PMPI_Testall(n, r, &done, MPI_STATUSES_IGNORE);
-        if (!done) am_serve_any();
+        if (!done) am_idle();
     }
 }
 
 /* Waits for a response taken at arrival (only where the hooks are): drives
  * pml/ubermatch's progress alone and the rest of Open MPI's every 64th round,
  * as the PML's blocking calls do, serving what arrives for us meanwhile. */
-void am_wait_answer(am_batch *b)
+void am_wait_answer(am_win *w, am_batch *b)
 {
-    int busy = am_busy;
-    am_busy = 0;
     for (unsigned round = 1; !b->answered; round++) {
+        int busy = am_release();
         if (round % 64) pml_hooks->progress();
         else opal_progress_fn();
         progress_cb();
+        am_reacquire(busy);
+        am_drain(w); /* the hook's, where another thread held the lock */
     }
-    am_busy = busy;
 }
 
 /* MPI_Finalize deletes MPI_COMM_SELF's attributes first: unhook before the
@@ -321,15 +337,18 @@ void am_wait_answer(am_batch *b)
 static int at_finalize(MPI_Comm c, int k, void *v, void *e)
 {
     (void)c; (void)k; (void)v; (void)e;
+    am_enter();
     am_windows = NULL;
     if (hooked) progress_unregister(progress_cb);
     hooked = 0;
+    am_leave();
     return MPI_SUCCESS;
 }
 
 void am_progress_attach(am_win *w)
 {
     static int finalize_key = MPI_KEYVAL_INVALID;
+    am_enter();
     if (finalize_key == MPI_KEYVAL_INVALID) {
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_finalize, &finalize_key, NULL);
         PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_key, NULL);
@@ -346,22 +365,28 @@ void am_progress_attach(am_win *w)
         }
         if (!hooked && progress_register && progress_unregister && progress_register(progress_cb) == 0)
             hooked = 1;
+        HANDED_OVER(w);
         w->taken = hooked && pml_hooks && opal_progress_fn && pml_hooks->set_arrival(w->comm, take, w) == 0;
     }
+    am_leave();
     /* nobody sends on w->comm before every member takes its arrivals */
     PMPI_Barrier(w->comm);
 }
 
 void am_progress_detach(am_win *w)
 {
+    am_enter();
     for (am_win **p = &am_windows; *p; p = &(*p)->next)
         if (*p == w) { *p = w->next; break; }
     if (w->taken) pml_hooks->set_arrival(w->comm, NULL, NULL);
     w->taken = 0;
+    am_drain(w); /* what the hook deferred before it was unhooked: nothing, once every AM was served */
+    for (am_rx *r = w->inbox, *n; r; r = n) { n = r->next; free(r->buf); free(r); }
     for (am_rx *r = w->rx_free, *n; r; r = n) { n = r->next; free(r->buf); free(r); }
-    w->rx_free = NULL;
+    w->inbox = w->inbox_tail = w->rx_free = NULL;
     if (!am_windows && hooked) {
         progress_unregister(progress_cb);
         hooked = 0;
     }
+    am_leave();
 }

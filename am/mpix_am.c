@@ -10,7 +10,6 @@
 
 am_op_entry am_ops[MAX_OPS];
 int am_nops;
-int am_busy;
 
 int am_fail(int code, const char *msg)
 {
@@ -33,10 +32,11 @@ void *am_grow(void *p, size_t *cap, size_t need, size_t elem)
  * counts; any other type travels packed, as bytes. */
 static MPI_Datatype types[16];
 static int sizes[16], ntypes; /* sizes: MPI_Type_size's answer, asked once */
+static pthread_once_t types_once = PTHREAD_ONCE_INIT;
+static int types_ready; /* set (release) once filled: the look-ups' fast path */
 
-static void types_init(void)
+static void types_fill(void)
 {
-    if (ntypes) return;
     MPI_Datatype t[] = { MPI_BYTE, MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_SHORT,
                          MPI_UNSIGNED_SHORT, MPI_INT, MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG,
                          MPI_LONG_LONG, MPI_UNSIGNED_LONG_LONG, MPI_FLOAT, MPI_DOUBLE,
@@ -44,6 +44,12 @@ static void types_init(void)
     memcpy(types, t, sizeof t);
     ntypes = (int)(sizeof t / sizeof t[0]);
     for (int i = 0; i < ntypes; i++) PMPI_Type_size(types[i], &sizes[i]);
+    __atomic_store_n(&types_ready, 1, __ATOMIC_RELEASE);
+}
+
+static inline void types_init(void)
+{
+    if (!__atomic_load_n(&types_ready, __ATOMIC_ACQUIRE)) pthread_once(&types_once, types_fill);
 }
 
 int am_type_bytes(int index)
@@ -52,11 +58,11 @@ int am_type_bytes(int index)
     return index >= 0 && index < ntypes ? sizes[index] : 1;
 }
 
-/* The size of t, whose am_type_index is index. */
-static int type_size(MPI_Datatype t, int index)
+/* The size of t, whose am_type_index is index (which filled the table). */
+static inline int type_size(MPI_Datatype t, int index)
 {
     int size;
-    if (index >= 0) return am_type_bytes(index);
+    if (index >= 0) return sizes[index];
     PMPI_Type_size(t, &size);
     return size;
 }
@@ -78,11 +84,15 @@ MPI_Datatype am_type_of(int index)
 static int op_create(int kind, void *fn, MPIX_Am_op *op)
 {
     if (!fn || !op) return am_fail(MPI_ERR_ARG, "MPIX_Am(v)_op_create: null handler or op");
-    if (am_nops == MAX_OPS) return am_fail(MPI_ERR_INTERN, "MPIX_Am(v)_op_create: more than 64 handlers");
-    am_ops[am_nops].kind = kind;
-    am_ops[am_nops].fn = fn;
-    *op = am_nops++;
-    return MPI_SUCCESS;
+    am_enter(); /* targets read the table while serving */
+    int full = am_nops == MAX_OPS;
+    if (!full) {
+        am_ops[am_nops].kind = kind;
+        am_ops[am_nops].fn = fn;
+        *op = am_nops++;
+    }
+    am_leave();
+    return full ? am_fail(MPI_ERR_INTERN, "MPIX_Am(v)_op_create: more than 64 handlers") : MPI_SUCCESS;
 }
 
 int MPIX_Am_op_create(MPIX_AM_USER_FUNCTION *fn, MPIX_Am_op *op)
@@ -210,7 +220,7 @@ void am_retire_oldest(am_win *w, int target)
 {
     am_batch *b = w->head[target];
     if (!b->posted) {
-        am_wait_answer(b);
+        am_wait_answer(w, b);
         if (b->answered < 0) /* the oldest ANSWER from target left to matching is this one */
             PMPI_Irecv(b->resp, (int)b->resp_cap, MPI_BYTE, target, TAG_ANSWER, w->comm, &b->req[1]);
     }
@@ -258,8 +268,9 @@ int am_complete(am_win *w, int target)
 }
 
 /* Appends one pipeline unit (h->nseg segments) to the target's open batch. */
-static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_count, MPI_Datatype in_type,
-                  void *out, int out_count, MPI_Datatype out_type, int *counts, int target, long long staged)
+/* it, ot: in_type's and out_type's am_type_index. */
+static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_count, MPI_Datatype in_type, int it,
+                  void *out, int out_count, MPI_Datatype out_type, int ot, int *counts, int target, long long staged)
 {
     size_t in_total = (size_t)h->in_bytes * (size_t)h->nseg, out_total = (size_t)h->out_bytes * (size_t)h->nseg;
     size_t need = sizeof *h + AM_PAD(in_total), resp_need = sizeof(am_resp) + AM_PAD(out_total);
@@ -274,7 +285,6 @@ static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_c
     b->send = am_grow(b->send, &b->send_cap, b->send_len + need, 1);
     memcpy(b->send + b->send_len, h, sizeof *h);
     char *dst = b->send + b->send_len + sizeof *h;
-    int it = am_type_index(in_type), ot = am_type_index(out_type);
     if (it >= 0) {
         if (in_total) memcpy(dst, in, in_total);
     } else {
@@ -292,15 +302,13 @@ static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_c
     if (b->send_len >= BATCH_BYTES || b->resp_len >= BATCH_BYTES || b->n == BATCH_AMS) am_send_open(w, target);
 }
 
-static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, void *out, int out_count,
-                 MPI_Datatype out_type, int *counts, int nseg, int target, MPI_Aint disp, int pcount,
-                 MPI_Datatype ptype, MPIX_Am_op op, MPI_Win win)
+/* MPIX_Am(v) on w, w's calls held (issue). */
+static int issue_on(am_win *w, int kind, const void *in, int in_count, MPI_Datatype in_type, void *out,
+                    int out_count, MPI_Datatype out_type, int *counts, int nseg, int target, MPI_Aint disp,
+                    int pcount, MPI_Datatype ptype, MPIX_Am_op op)
 {
     const char *fn = kind == KIND_AM ? "MPIX_Am" : "MPIX_Amv";
     char msg[256];
-    am_win *w;
-    if (!(w = am_state(win))) return am_unknown_window(fn);
-    if (target == MPI_PROC_NULL) return MPI_SUCCESS; /* as an RMA operation to it: no effect */
     if (target < 0 || target >= w->size) {
         snprintf(msg, sizeof msg, "%s: target rank %d out of range; valid ranks are 0 .. %d", fn, target,
                  w->size - 1);
@@ -339,7 +347,6 @@ static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, v
                  it < 0 ? in_bytes : in_count, ot < 0 ? out_bytes : out_count,
                  pt < 0 ? p_bytes : pcount, in_bytes, out_bytes, w->pack_threshold, disp };
 
-    am_busy++;
     /* Pipeline units: as many segments as fit the system buffer (at least one).
      * A derived type is packed or unpacked whole, so its AM is one unit. */
     size_t seg_stage = (size_t)h.in_bytes + (size_t)h.out_bytes;
@@ -349,17 +356,30 @@ static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, v
         h.nseg = nseg - s0 < unit ? nseg - s0 : unit;
         rc = am_credit_acquire(w, target, (long long)(seg_stage * (size_t)h.nseg));
         if (rc == MPI_SUCCESS)
-            queue(w, &h, kind, (const char *)in + (size_t)s0 * (size_t)h.in_bytes, in_count, in_type,
-                  (char *)out + (size_t)s0 * (size_t)h.out_bytes, out_count, out_type, counts ? counts + s0 : NULL,
+            queue(w, &h, kind, (const char *)in + (size_t)s0 * (size_t)h.in_bytes, in_count, in_type, it,
+                  (char *)out + (size_t)s0 * (size_t)h.out_bytes, out_count, out_type, ot, counts ? counts + s0 : NULL,
                   target, (long long)(seg_stage * (size_t)h.nseg));
     }
-    am_busy--;
     if (rc == MPI_ERR_BUFFER) {
         snprintf(msg, sizeof msg, "%s: a segment of %zu bytes (input + output) is larger than the system buffer "
                  "(%d) and every user buffer at rank %d (attach one with MPIX_Am_win_buffer_attach)", fn, seg_stage,
                  SYSTEM_BUF_BYTES, target);
         return am_fail(rc, msg);
     }
+    return rc;
+}
+
+static int issue(int kind, const void *in, int in_count, MPI_Datatype in_type, void *out, int out_count,
+                 MPI_Datatype out_type, int *counts, int nseg, int target, MPI_Aint disp, int pcount,
+                 MPI_Datatype ptype, MPIX_Am_op op, MPI_Win win)
+{
+    am_win *w = am_state(win);
+    if (!w) return am_unknown_window(kind == KIND_AM ? "MPIX_Am" : "MPIX_Amv");
+    if (target == MPI_PROC_NULL) return MPI_SUCCESS; /* as an RMA operation to it: no effect */
+    am_win_enter(w);
+    int rc = issue_on(w, kind, in, in_count, in_type, out, out_count, out_type, counts, nseg, target, disp, pcount,
+                      ptype, op);
+    am_win_leave(w);
     return rc;
 }
 

@@ -522,40 +522,8 @@ static void shared(MPIX_Am_op op_abs)
     MPI_Comm_free(&node);
 }
 
-/* --thread-multiple: under MPI_THREAD_MULTIPLE every AM call fails with
- * MPI_ERR_OTHER, saying why, and the window still serves MPI RMA. */
-static int thread_multiple(int *argc, char ***argv)
-{
-    int provided = MPI_THREAD_SINGLE;
-    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE not provided (%d)", provided);
-    MPIX_Am_op op;
-    MPIX_Am_op_create(absval, &op);
-    int *mem, in = -3, out = 0, got = -1, rc;
-    MPI_Win win;
-    MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
-    *mem = 0;
-    char buf[256];
-    rc = MPIX_Am_win_buffer_attach(buf, sizeof buf, win);
-    CHECK(rc == MPI_ERR_OTHER, "attach under MPI_THREAD_MULTIPLE returned %d", rc);
-    MPI_Win_fence(0, win);
-    rc = MPIX_Am(&in, 1, MPI_INT, &out, 1, MPI_INT, 1, (rank + 1) % size, 0, 1, MPI_INT, op, win);
-    CHECK(rc == MPI_ERR_OTHER, "MPIX_Am under MPI_THREAD_MULTIPLE returned %d", rc);
-    MPI_Put(&rank, 1, MPI_INT, (rank + 1) % size, 0, 1, MPI_INT, win);
-    MPI_Win_fence(0, win);
-    got = *mem;
-    CHECK(got == (rank + size - 1) % size && out == 0, "MPI_Put beside: %d, AM output %d", got, out);
-    MPI_Win_free(&win);
-    if (rank == 0) printf("mpix_am under MPI_THREAD_MULTIPLE: every call refused, RMA served, %d ranks\n", size);
-    MPI_Finalize();
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--thread-multiple") == 0) return thread_multiple(&argc, &argv);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

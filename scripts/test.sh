@@ -231,8 +231,12 @@ suite "active messages without pml/ubermatch's arrival hook (np 4, MPIX_AM_NO_PM
     timeout 60 mpirun -np 4 -x MPIX_AM_NO_PML_HOOKS=1 --mca pml ubermatch build/mpix_am_test
 suite "active messages served only inside the intercepted calls, as under another MPI (np 4, MPIX_AM_NO_PROGRESS_HOOK)" \
     timeout 60 mpirun -np 4 -x MPIX_AM_NO_PROGRESS_HOOK=1 --mca pml ubermatch build/mpix_am_test
-suite "active messages under MPI_THREAD_MULTIPLE: every call refused, saying why; RMA served (np 4)" \
-    timeout 60 mpirun -np 4 --mca pml ubermatch build/mpix_am_test --thread-multiple
+suite "active messages under MPI_THREAD_MULTIPLE (np 4, 3 threads a rank: own windows, one shared, a target in MPI_Recv)" \
+    timeout 60 mpirun -np 4 --mca pml ubermatch build/mpix_am_thread_test 3
+suite "active messages under MPI_THREAD_MULTIPLE without the arrival hook (np 3, 4 threads a rank)" \
+    timeout 60 mpirun -np 3 -x MPIX_AM_NO_PML_HOOKS=1 --mca pml ubermatch build/mpix_am_thread_test 4
+suite "active messages under MPI_THREAD_MULTIPLE and ThreadSanitizer (np 3, 4 threads a rank, with and without the hook)" \
+    am/tsan-threads.sh build
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
 suite "matching traces: record fds (np 4), replay through every backend, bad input" replay/test-replay.sh build
 
