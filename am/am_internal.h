@@ -52,7 +52,7 @@ typedef struct am_batch {
     am_slot *slot;
     int n, slot_cap, target, fence;
     int posted;         /* 1: req[1] receives the response; 0: taken at arrival (am_take_answer) */
-    volatile int answered; /* taken: 1 copied into resp, -1 left to matching (rendezvous) */
+    int answered;       /* taken: 1 copied into resp, -1 left to matching (rendezvous); set with release */
     struct am_batch *next;
 } am_batch;
 
@@ -166,7 +166,13 @@ void am_idle(void);            /* one round of a wait: progress without the lock
 am_rx *am_rx_get(am_win *w);
 void am_rx_put(am_win *w, am_rx *r);
 int am_defer(am_win *w, int source, int tag, const void *data, size_t len); /* the hook, threaded */
-void am_drain(am_win *w);      /* the deferred arrivals on: under the library's lock */
+void am_drain_deferred(am_win *w);
+/* The deferred arrivals on (under the library's lock); inline: the progress hook
+ * looks at every window at every opal_progress. */
+static inline void am_drain(am_win *w)
+{
+    if (am_threaded() && __atomic_load_n(&w->has_deferred, __ATOMIC_ACQUIRE)) am_drain_deferred(w);
+}
 void am_win_locks_init(am_win *w);
 void am_win_locks_destroy(am_win *w);
 

@@ -322,14 +322,20 @@ void am_wait(int n, MPI_Request *r)
  * as the PML's blocking calls do, serving what arrives for us meanwhile. */
 void am_wait_answer(am_win *w, am_batch *b)
 {
-    for (unsigned round = 1; !b->answered; round++) {
-        int busy = am_release();
+    am_drain(w);
+    if (b->answered) return;
+    int busy = am_release();
+    for (unsigned round = 1; !__atomic_load_n(&b->answered, __ATOMIC_ACQUIRE); round++) {
         if (round % 64) pml_hooks->progress();
         else opal_progress_fn();
-        progress_cb();
-        am_reacquire(busy);
-        am_drain(w); /* the hook's, where another thread held the lock */
+        progress_cb(); /* it drains, where it gets the lock */
+        if (am_threaded() && round % 16 == 0) { /* where it did not: another thread holds it now and then */
+            am_reacquire(busy);
+            am_drain(w);
+            busy = am_release();
+        }
     }
+    am_reacquire(busy);
 }
 
 /* MPI_Finalize deletes MPI_COMM_SELF's attributes first: unhook before the

@@ -54,14 +54,14 @@ int am_lock_try(void)
 int am_release(void)
 {
     int busy = am_busy;
-    if (busy && am_threaded()) pthread_mutex_unlock(&lock);
+    if (busy && am_threaded()) am_lock_give();
     am_busy = 0;
     return busy;
 }
 
 void am_reacquire(int busy)
 {
-    if (busy && am_threaded()) pthread_mutex_lock(&lock);
+    if (busy && am_threaded()) am_lock_take();
     am_busy = busy;
 }
 
@@ -125,9 +125,8 @@ int am_defer(am_win *w, int source, int tag, const void *data, size_t len)
 
 /* Under the library's lock: the deferred arrivals, oldest first, go where the
  * hook puts them at lower thread levels (the inbox, or their batch). */
-void am_drain(am_win *w)
+void am_drain_deferred(am_win *w)
 {
-    if (!am_threaded() || !__atomic_load_n(&w->has_deferred, __ATOMIC_ACQUIRE)) return;
     pthread_mutex_lock(&w->deferred_lock);
     am_rx *r = w->deferred;
     w->deferred = w->deferred_tail = NULL;

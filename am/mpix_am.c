@@ -206,12 +206,12 @@ int am_take_answer(am_win *w, int source, const void *data, size_t len)
     while (b && (b->posted || b->answered)) b = b->next;
     if (!b) return 0; /* none waits for it: cannot happen; matching keeps it */
     if (!data) {
-        b->answered = -1;
+        __atomic_store_n(&b->answered, -1, __ATOMIC_RELEASE);
         return 0;
     }
     b->resp = am_grow(b->resp, &b->resp_cap, len, 1);
     memcpy(b->resp, data, len);
-    b->answered = 1;
+    __atomic_store_n(&b->answered, 1, __ATOMIC_RELEASE); /* read without the lock: am_wait_answer */
     return 1;
 }
 

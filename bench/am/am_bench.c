@@ -16,7 +16,9 @@
  *             am_buf_interleave_am_detach = false (Fig. 5(e)(f))
  *   amv:      remote-search AMs of 16 segments (up to 10 sequences of 20 chars out each) per
  *             second against the generated share: MPIX_Am, MPIX_Amv (1.0), MPIX_Amv (0.8) (Fig. 9)
- * Usage: mpix_am_bench [--n N] [--reps R] [--only rate|latency|segments|flush2|amv]
+ * Usage: mpix_am_bench [--n N] [--reps R] [--only rate|latency|segments|flush2|amv] [--thread-level
+ *        single|multiple] (multiple: MPI initialized with MPI_THREAD_MULTIPLE, one thread still
+ *        issuing: what the library's locks cost)
  * Prints one line per point: the median of R repetitions of the slowest origin (latency:
  * the best of R, for the AM and its baselines alike). */
 #include "mpix_am.h"
@@ -274,7 +276,17 @@ static MPI_Win window(const char *threshold, int hint, int no_interleave)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    int level = -1, provided;
+    for (int i = 1; i + 1 < argc; i += 2)
+        if (!strcmp(argv[i], "--thread-level"))
+            level = !strcmp(argv[i + 1], "multiple") ? MPI_THREAD_MULTIPLE
+                    : !strcmp(argv[i + 1], "single") ? MPI_THREAD_SINGLE : -2;
+    if (level == -2) {
+        fprintf(stderr, "mpix_am_bench: --thread-level takes single or multiple\n");
+        return 1;
+    }
+    if (level < 0) MPI_Init(&argc, &argv);
+    else MPI_Init_thread(&argc, &argv, level, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int n = 100000, reps = 5;
@@ -284,12 +296,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
     }
+    if (level == MPI_THREAD_MULTIPLE && rank == 0)
+        printf("# MPI_THREAD_MULTIPLE (provided: %s)\n", provided == MPI_THREAD_MULTIPLE ? "yes" : "no");
     static const char *measures = " rate latency segments flush2 amv ";
     char probe[32];
     snprintf(probe, sizeof probe, " %s ", only);
     if (size < 2 || n < 1 || reps < 1 || (*only && !strstr(measures, probe))) {
         if (rank == 0) fprintf(stderr, "usage: mpirun -np P>=2 mpix_am_bench [--n N>=1] [--reps R>=1] "
-                                       "[--only rate|latency|segments|flush2|amv]\n");
+                                       "[--only rate|latency|segments|flush2|amv] [--thread-level single|multiple]\n");
         MPI_Finalize();
         return 1;
     }
