@@ -21,6 +21,9 @@ int main(int argc, char **argv)
                           (args != NULL && strcmp(args, "--expect-failures") == 0);
     long ok = 0, nomem = 0;
     mt_init(&argc, &argv, "alloc_faults", 2);
+    /* rank 0 sends from here while rank 1 sleeps: without it a rank 0 started
+     * late (a loaded machine) found rank 1's receives posted, nothing unexpected */
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     if (mt_rank == 0) {
         unsigned char buf[200];
         int *big = mt_malloc(sizeof(int) * BIG_INTS * BIGS);
