@@ -45,7 +45,8 @@ int MPIX_Am_win_buffer_attach(void *buffer, int size, MPI_Win win)
         if (i >= w->nbuf) w->nbuf = i + 1;
     }
     am_win_leave(w);
-    return i < MAX_BUFS ? MPI_SUCCESS : am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_attach: more than 16 buffers attached");
+    return i < MAX_BUFS ? MPI_SUCCESS
+                        : am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_attach: more than 16 buffers attached");
 }
 
 /* Waits until the origins' reservations leave the buffer's bytes free (a
@@ -57,14 +58,15 @@ int MPIX_Am_win_buffer_detach(void *buffer, MPI_Win win)
     am_win_enter(w);
     int i = 0;
     while (i < w->nbuf && w->buf[i] != buffer) i++;
-    if (i < w->nbuf) {
+    const int found = i < w->nbuf; /* w's fields are read under its lock only */
+    if (found) {
         while (w->user_total - w->buf_size[i] < w->user_reserved) am_idle();
         w->user_total -= w->buf_size[i];
         w->buf[i] = NULL;
     }
     am_win_leave(w);
-    return i < w->nbuf ? MPI_SUCCESS
-                       : am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_detach: buffer is not attached to this window");
+    return found ? MPI_SUCCESS
+                 : am_fail(MPI_ERR_BUFFER, "MPIX_Am_win_buffer_detach: buffer is not attached to this window");
 }
 
 /* Moves completed response sends to the spare list. */

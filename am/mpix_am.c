@@ -267,8 +267,8 @@ int am_complete(am_win *w, int target)
     return e;
 }
 
-/* Appends one pipeline unit (h->nseg segments) to the target's open batch. */
-/* it, ot: in_type's and out_type's am_type_index. */
+/* Appends one pipeline unit (h->nseg segments) to the target's open batch; it,
+ * ot: in_type's and out_type's am_type_index. */
 static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_count, MPI_Datatype in_type, int it,
                   void *out, int out_count, MPI_Datatype out_type, int ot, int *counts, int target, long long staged)
 {

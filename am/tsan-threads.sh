@@ -22,7 +22,8 @@ threads=${3:-4}
 out=$build/am-tsan
 mkdir -p "$out"
 mpicc -std=gnu11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -Iam -I. am/test_am_threads.c am/mpix_am.c \
-    am/am_target.c am/am_epoch.c am/am_credit.c am/am_range.c am/am_thread.c -o "$out/mpix_am_thread_test" -ldl -lpthread
+    am/am_target.c am/am_epoch.c am/am_credit.c am/am_range.c am/am_thread.c -o "$out/mpix_am_thread_test" \
+    -ldl -lpthread
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 status=0
 for mode in hook MPIX_AM_NO_PML_HOOKS; do
