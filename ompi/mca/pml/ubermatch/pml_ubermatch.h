@@ -140,6 +140,15 @@ static inline int mca_pml_ubermatch_recv_error(struct ompi_communicator_t *comm,
     return UM_PROTO_ASSERTION == rc ? mca_pml_ubermatch_assert_refused(comm, src) : OMPI_ERROR;
 }
 
+/* The assertions a communicator's engine follows now: Open MPI's bits, ours, as
+ * pml_ubermatch_assertions lets them (each receive compares it with c->applied). */
+static inline uint32_t mca_pml_ubermatch_assertions(const struct ompi_communicator_t *comm,
+                                                    const mca_pml_ubermatch_comm_t *c)
+{
+    return ((comm->c_assertions & PML_UM_ASSERT_OMPI) | c->own_asserts) &
+           mca_pml_ubermatch.assert_mask;
+}
+
 /* Every receive and probe: a wildcard the communicator's assertions rule out is
  * an error (MPI_ERR_RANK, MPI_ERR_TAG), and after MPI_Comm_set_info the engine
  * follows the assertions. Open MPI's own traffic (tags below MPI_ANY_TAG) is not
@@ -151,8 +160,7 @@ static inline int mca_pml_ubermatch_assert_recv(struct ompi_communicator_t *comm
                                                 int tag)
 {
     mca_pml_ubermatch_comm_t *c = (mca_pml_ubermatch_comm_t *) comm->c_pml_comm;
-    const uint32_t now = ((comm->c_assertions & PML_UM_ASSERT_OMPI) | c->own_asserts) &
-                         mca_pml_ubermatch.assert_mask;
+    const uint32_t now = mca_pml_ubermatch_assertions(comm, c);
     const uint32_t wild = (uint32_t) ((MPI_ANY_SOURCE == src) | (MPI_ANY_TAG == tag));
     if (OPAL_LIKELY(now == c->applied) && OPAL_LIKELY(0 == (now & (0u - wild)))) {
         return OMPI_SUCCESS;

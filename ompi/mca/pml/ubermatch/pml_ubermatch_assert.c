@@ -105,8 +105,7 @@ const char *mca_pml_ubermatch_assert_add_comm(struct ompi_communicator_t *comm)
     ompi_comm_assert_subscribe(comm, OMPI_COMM_ASSERT_EXACT_LENGTH);
     opal_infosubscribe_subscribe(&comm->super, (char *) PML_UM_KEY_NO_UNEXPECTED, (char *) "false",
                                  set_no_unexpected);
-    c->applied = ((comm->c_assertions & PML_UM_ASSERT_OMPI) | c->own_asserts) &
-                 mca_pml_ubermatch.assert_mask;
+    c->applied = mca_pml_ubermatch_assertions(comm, c);
     return backend_for(c->applied);
 }
 
