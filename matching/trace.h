@@ -76,13 +76,19 @@ inline uint8_t op_of(const PackedRecordV3 &p) { return static_cast<uint8_t>(p.b)
 // with dropped events): never equal to an id, so a replay reports it.
 constexpr uint64_t kUnknownId = UINT64_MAX;
 
+// How a trace file is written (trace_writer.h; pml_ubermatch_trace_direct).
+enum class WriteMode : int {
+    buffered = 0,  // always through the page cache
+    direct = 1,    // direct I/O where the file system takes it, else buffered
+    automatic = 2, // buffered until the page cache is slow, then direct
+};
+
 // Starts recording into dir (created if missing); "" or nullptr: off (for the
 // engines created from then on).
 // threads: engines may be called from several threads at once (a lock per
-// record; without it none). direct: direct I/O where the file system takes it
-// (trace_writer.h; false: through the page cache). Returns false with a
-// message in err when dir cannot be used.
-bool start(const char *dir, bool threads, std::string &err, bool direct = true);
+// record; without it none). mode: how the files are written. Returns false
+// with a message in err when dir cannot be used.
+bool start(const char *dir, bool threads, std::string &err, WriteMode mode = WriteMode::automatic);
 // The run's job id for the files' headers, and the tag of its file names
 // (TAG-rank-R.umt; empty: rank-R.umt), for the files created from now on:
 // a spawned job's ranks count from 0 too, and must not write its parent's files.

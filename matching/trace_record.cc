@@ -67,10 +67,10 @@ class Recorder final : public Sink {
 public:
     // size: of the communicator whose engine made it (MPI_COMM_WORLD's for rank >= 0).
     Recorder(const std::string &dir, const std::string &tag, uint32_t job, int32_t rank, int32_t size,
-             const char *backend, bool threads, bool direct)
+             const char *backend, bool threads, WriteMode mode)
         : Sink(threads),
           path_(file_of(dir, tag, rank >= 0 ? rank : static_cast<int32_t>(getpid()))),
-          header_(make_header(rank, job, clock_.t0_ns(), backend)), out_(path_, &header_, sizeof header_, direct) {
+          header_(make_header(rank, job, clock_.t0_ns(), backend)), out_(path_, &header_, sizeof header_, mode) {
         buf_ = out_.area();
         room_ = out_.room();
         if (!out_.ok() && out_.error() == EBUSY) {
@@ -213,7 +213,7 @@ std::string g_dir;
 std::string g_tag; // set_job's
 uint32_t g_job = 0;
 bool g_threads = false;
-bool g_direct = true;
+WriteMode g_mode = WriteMode::automatic;
 std::mutex g_mu;
 std::weak_ptr<Recorder> g_recorder;
 
@@ -221,7 +221,7 @@ std::shared_ptr<Recorder> recorder_for(int32_t rank, int32_t size, const char *b
     std::lock_guard<std::mutex> lock(g_mu);
     std::shared_ptr<Recorder> r = g_recorder.lock();
     if (!r) {
-        r = std::make_shared<Recorder>(g_dir, g_tag, g_job, rank, size, backend, g_threads, g_direct);
+        r = std::make_shared<Recorder>(g_dir, g_tag, g_job, rank, size, backend, g_threads, g_mode);
         g_recorder = r;
     }
     return r;
@@ -229,7 +229,7 @@ std::shared_ptr<Recorder> recorder_for(int32_t rank, int32_t size, const char *b
 
 } // namespace
 
-bool start(const char *dir, bool threads, std::string &err, bool direct) {
+bool start(const char *dir, bool threads, std::string &err, WriteMode mode) {
     if (dir == nullptr || dir[0] == '\0') {
         std::lock_guard<std::mutex> lock(g_mu);
         g_dir.clear(); // engines created from now on record nothing
@@ -257,7 +257,7 @@ bool start(const char *dir, bool threads, std::string &err, bool direct) {
     std::lock_guard<std::mutex> lock(g_mu);
     g_dir = dir;
     g_threads = threads;
-    g_direct = direct;
+    g_mode = mode;
     return true;
 }
 
@@ -299,11 +299,17 @@ std::unique_ptr<Engine> record(std::unique_ptr<Engine> e, uint32_t cid, int32_t 
 
 extern "C" void um_trace_idle(void) { ubermatch::trace::idle(); }
 
-extern "C" int um_trace_start(const char *dir, int threads, int direct, unsigned job, const char *tag, char *err,
-                              size_t errlen) {
+extern "C" int um_trace_start(const char *dir, int threads, int write_mode, unsigned job, const char *tag,
+                              char *err, size_t errlen) {
+    using ubermatch::trace::WriteMode;
     std::string msg;
+    if (write_mode < static_cast<int>(WriteMode::buffered) || write_mode > static_cast<int>(WriteMode::automatic)) {
+        std::snprintf(err, errlen, "um_trace_start: write mode %d is none of 0 (buffered), 1 (direct), 2 (automatic)",
+                      write_mode);
+        return -1;
+    }
     ubermatch::trace::set_job(job, tag != nullptr ? tag : "");
-    if (ubermatch::trace::start(dir, threads != 0, msg, direct != 0)) {
+    if (ubermatch::trace::start(dir, threads != 0, msg, static_cast<WriteMode>(write_mode))) {
         return 0;
     }
     std::snprintf(err, errlen, "%s", msg.c_str());

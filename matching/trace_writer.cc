@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <iterator>
 #include <new>
 
 #include <fcntl.h>
@@ -31,6 +33,12 @@ int io_submit(aio_context_t ctx, iocb *cb) {
 }
 int io_getevents(aio_context_t ctx, io_event *ev) {
     return static_cast<int>(syscall(SYS_io_getevents, ctx, 1, 1, ev, nullptr));
+}
+
+uint64_t now_ns() {
+    timespec t{};
+    ::clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
 }
 
 // ftruncate(fd, len) where fd is a regular file; a device (trace_cost
@@ -69,8 +77,9 @@ int open_exclusive(const std::string &path) {
 
 } // namespace
 
-TraceWriter::TraceWriter(const std::string &path, const void *header, size_t header_size, bool direct)
-    : header_size_(header_size) {
+TraceWriter::TraceWriter(const std::string &path, const void *header, size_t header_size, WriteMode mode,
+                         double slow_ns_per_byte)
+    : path_(path), header_size_(header_size), slow_ns_per_byte_(slow_ns_per_byte) {
     for (Chunk &c : chunks_) {
         void *p = nullptr;
         if (::posix_memalign(&p, kAlign, kChunkBytes) != 0) {
@@ -89,21 +98,10 @@ TraceWriter::TraceWriter(const std::string &path, const void *header, size_t hea
         ::close(plain_fd_);
         fd_ = plain_fd_ = -1;
     }
-    if (direct && plain_fd_ >= 0) {
-        // Direct only where all three work: O_DIRECT (tmpfs refuses it), space
-        // ahead (without it each direct write waits), and an AIO context.
-        const int dfd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT);
-        if (dfd >= 0 && ::fallocate(dfd, 0, 0, kFirstAhead) == 0 && io_setup(2, &ctx_) == 0) {
-            fd_ = dfd;
-            allocated_ = kFirstAhead;
-        } else {
-            ctx_ = 0;
-            if (dfd >= 0) {
-                ::close(dfd);
-            }
-            (void)!::ftruncate(plain_fd_, static_cast<off_t>(header_size));
-        }
+    if (plain_fd_ >= 0 && mode == WriteMode::direct) {
+        (void) open_direct(0);
     }
+    judging_ = plain_fd_ >= 0 && mode == WriteMode::automatic;
     std::memcpy(chunks_[0].mem, header, header_size);
     used_ = header_size;
     area_ = reinterpret_cast<PackedRecord *>(chunks_[0].mem + used_);
@@ -148,13 +146,55 @@ bool TraceWriter::write_plain(const void *p, size_t n, off_t off) const {
     return n == 0;
 }
 
+bool TraceWriter::open_direct(off_t from) {
+    // Direct only where all three work: O_DIRECT (tmpfs refuses it), space
+    // ahead (without it each direct write waits), and an AIO context.
+    const int dfd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT);
+    if (dfd >= 0 && ::fallocate(dfd, 0, from, kFirstAhead) == 0 && io_setup(2, &ctx_) == 0) {
+        fd_ = dfd;
+        allocated_ = from + kFirstAhead;
+        return true;
+    }
+    ctx_ = 0;
+    if (dfd >= 0) {
+        ::close(dfd);
+    }
+    // Space a successful fallocate added goes again (a device has none).
+    (void) cut_at(plain_fd_, std::max(from, static_cast<off_t>(header_size_)));
+    return false;
+}
+
+void TraceWriter::judge(size_t bytes, uint64_t ns, off_t end) {
+    recent_[writes_judged_++ % kJudged] = static_cast<double>(ns) / static_cast<double>(bytes);
+    if (writes_judged_ < kJudged) {
+        return;
+    }
+    // The median: one write descheduled by a busy machine is not the page cache.
+    double v[kJudged];
+    std::copy(std::begin(recent_), std::end(recent_), v);
+    std::nth_element(v, v + kJudged / 2, v + kJudged);
+    judged_ = v[kJudged / 2];
+    if (judged_ > slow_ns_per_byte_) {
+        judging_ = false;
+        if (open_direct(end)) {
+            direct_from_ = end;
+        }
+    }
+}
+
 void TraceWriter::write_chunk(Chunk &c, bool may_direct) {
     c.result = -EIO;
     if (failed_ || c.len == 0) {
         return;
     }
     if (!may_direct || !direct()) {
+        // Judged: whole chunks only (a syscall's own cost weighs on a few KiB).
+        const bool judged = may_direct && judging_ && c.len >= kChunk / 2;
+        const uint64_t t0 = judged ? now_ns() : 0;
         c.result = write_plain(c.mem, c.len, c.off) ? static_cast<long>(c.len) : -EIO;
+        if (judged && c.result == static_cast<long>(c.len)) {
+            judge(c.len, now_ns() - t0, c.off + static_cast<off_t>(c.len));
+        }
         return;
     }
     const off_t end = c.off + static_cast<off_t>(c.len);

@@ -2,14 +2,23 @@
 // appends records in place, into one of two chunks; a full chunk goes to the
 // file while the recorder fills the other.
 //
-// Direct I/O (the default where the file system takes it): the chunk is
-// written with O_DIRECT by Linux AIO, so the kernel neither copies it into the
-// page cache nor later writes the page cache back: that copy was half of what
-// recording cost a message (docs/traces.md, "Writing without the page
-// cache"). O_DIRECT wants 4 KiB-aligned offsets and lengths, so a chunk's
-// last partial 4 KiB go at the head of the next one; the space ahead is
-// allocated in advance (an extending direct write is synchronous), the file
-// cut to its length at the end. Buffered: the same chunks, write(2) each.
+// Direct I/O: the chunk is written with O_DIRECT by Linux AIO, so the kernel
+// neither copies it into the page cache nor later writes the page cache back.
+// O_DIRECT wants 4 KiB-aligned offsets and lengths, so a chunk's last partial
+// 4 KiB go at the head of the next one; the space ahead is allocated in
+// advance (an extending direct write is synchronous), the file cut to its
+// length at the end. Buffered: the same chunks, write(2) each.
+//
+// Automatic (the default): buffered while the page cache takes the chunks at
+// memory speed, direct from the chunk after the one where it stops (the copy
+// itself slow, or the kernel holding the writer back for its write-back). Which
+// costs a run less depends on the machine and on how much the run writes: on
+// one VM direct I/O cost two thirds of what the page cache's slow copy did at
+// depth 0, on another the page cache took the whole trace at 0.3 ns a byte and
+// direct I/O cost twice as much as it (docs/traces.md, "Direct, buffered or
+// automatic"). Only the buffered writes' time can be seen from here (a
+// direct write's cost lands on the disk and the host), so the choice is one
+// way.
 //
 // A write that fails is tried again buffered; failing again, the file ends
 // at the last whole record before it and every event from there on is
@@ -29,13 +38,24 @@
 namespace ubermatch {
 namespace trace {
 
+// automatic: the page cache is slow when the median of its last kJudged
+// chunks' writes took more than this per byte: slower than 1 GB/s, where a
+// copy into the page cache runs at 0.3-0.5 ns a byte on the project's VM at
+// either of its speeds, and the kernel's throttling for its write-back holds
+// a writer for milliseconds (10 ns a byte and more). A VM whose copy took 39%
+// of a recording rank's time ran at ~1 ns a byte (docs/traces.md).
+constexpr double kSlowPageCacheNsPerByte = 1.0;
+constexpr int kJudged = 8;
+
 class TraceWriter {
 public:
     // Creates path, `header` (header_size bytes, a multiple of 8) first in
-    // it. direct: try direct I/O (else buffered). ok() says whether the file
-    // was made (else every event committed counts as lost); a file another
-    // writer still holds open is left alone (error() EBUSY).
-    TraceWriter(const std::string &path, const void *header, size_t header_size, bool direct);
+    // it, written as `mode` says; slow_ns_per_byte: automatic's bound (tests
+    // set 0 to switch at once). ok() says whether the file was made (else
+    // every event committed counts as lost); a file another writer still holds
+    // open is left alone (error() EBUSY).
+    TraceWriter(const std::string &path, const void *header, size_t header_size, WriteMode mode,
+                double slow_ns_per_byte = kSlowPageCacheNsPerByte);
     ~TraceWriter();
     TraceWriter(const TraceWriter &) = delete;
     TraceWriter &operator=(const TraceWriter &) = delete;
@@ -44,6 +64,11 @@ public:
     // errno of the file's creation (!ok()), or of finish()'s failed end.
     int error() const { return error_; }
     bool direct() const { return ctx_ != 0; }
+    // automatic: the file offset from which it wrote with direct I/O (-1:
+    // buffered throughout), and the median ns a byte of its last judged
+    // buffered writes (0 before kJudged of them).
+    off_t direct_from() const { return direct_from_; }
+    double page_cache_ns_per_byte() const { return judged_; }
 
     // Where the next record goes, and how many fit there.
     PackedRecord *area() const { return area_; }
@@ -84,8 +109,15 @@ private:
         return (off - static_cast<off_t>(header_size_)) % static_cast<off_t>(sizeof(PackedRecord));
     }
     bool write_plain(const void *p, size_t n, off_t off) const;
+    // Direct I/O from `from` on (the space ahead allocated); false, nothing
+    // changed, where the file system or the kernel refuses it.
+    bool open_direct(off_t from);
+    // automatic: one buffered write of `bytes` took `ns`; switches to direct
+    // from `end` when the page cache has become slow.
+    void judge(size_t bytes, uint64_t ns, off_t end);
     void close_files(); // waits for the writes in flight first: their memory may go next
 
+    const std::string path_;
     const size_t header_size_;
     int fd_ = -1;       // the file (O_DIRECT where direct())
     int plain_fd_ = -1; // the same file, buffered: retries, the last bytes, the header
@@ -100,6 +132,12 @@ private:
     bool failed_ = false;
     off_t good_end_ = 0; // failed_: the file ends here (a record boundary)
     uint64_t lost_ = 0;
+    bool judging_ = false; // automatic, still buffered
+    const double slow_ns_per_byte_;
+    double recent_[kJudged] = {}; // ns a byte of the last buffered writes, a ring
+    uint64_t writes_judged_ = 0;
+    double judged_ = 0;
+    off_t direct_from_ = -1;
 };
 
 } // namespace trace

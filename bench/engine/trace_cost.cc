@@ -13,9 +13,9 @@
 // each clock costs; --devnull writes the trace to /dev/null (a symbolic link
 // in its place), leaving out the kernel's copy into the file: the append alone;
 // --buffered writes the file through the page cache (pml_ubermatch_trace_direct
-// false) instead of with direct I/O.
+// false), --auto as pml_ubermatch_trace_direct auto, instead of with direct I/O.
 //
-//   trace_cost [--backend B] [--rounds R] [--ms T] [--clock] [--devnull] [--buffered]
+//   trace_cost [--backend B] [--rounds R] [--ms T] [--clock] [--devnull] [--buffered | --auto]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -111,7 +111,7 @@ void clocks() {
 }
 
 [[noreturn]] void usage(const char *why) {
-    std::fprintf(stderr, "trace_cost: %s\nusage: trace_cost [--backend B] [--rounds R] [--ms T] [--clock] [--devnull] [--buffered]\n", why);
+    std::fprintf(stderr, "trace_cost: %s\nusage: trace_cost [--backend B] [--rounds R] [--ms T] [--clock] [--devnull] [--buffered | --auto]\n", why);
     std::exit(2);
 }
 
@@ -121,7 +121,8 @@ int main(int argc, char **argv) {
     std::string backend = "auto";
     int rounds = 9;
     double ms = 200;
-    bool clock = false, devnull = false, buffered = false;
+    bool clock = false, devnull = false;
+    trace::WriteMode mode = trace::WriteMode::direct;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--clock") {
@@ -129,7 +130,9 @@ int main(int argc, char **argv) {
         } else if (a == "--devnull") {
             devnull = true;
         } else if (a == "--buffered") {
-            buffered = true;
+            mode = trace::WriteMode::buffered;
+        } else if (a == "--auto") {
+            mode = trace::WriteMode::automatic;
         } else if (i + 1 < argc && a == "--backend") {
             backend = argv[++i];
         } else if (i + 1 < argc && a == "--rounds") {
@@ -137,7 +140,7 @@ int main(int argc, char **argv) {
         } else if (i + 1 < argc && a == "--ms") {
             ms = std::atof(argv[++i]);
         } else {
-            usage(("unknown argument '" + a + "' (valid: --backend B, --rounds R, --ms T, --clock, --devnull, --buffered)").c_str());
+            usage(("unknown argument '" + a + "' (valid: --backend B, --rounds R, --ms T, --clock, --devnull, --buffered, --auto)").c_str());
         }
     }
     if (rounds < 1 || !(ms > 0)) {
@@ -159,7 +162,7 @@ int main(int argc, char **argv) {
             for (int r = 0; r < rounds; ++r) { // off, on, on, off, ...: a change of load hits both
                 for (bool tracing : {r % 2 == 0, r % 2 != 0}) {
                     std::string err;
-                    trace::start(tracing ? tmpl : "", false, err, !buffered);
+                    trace::start(tracing ? tmpl : "", false, err, mode);
                     (tracing ? on : off).push_back(measure(backend, unexpected, ms));
                 }
             }

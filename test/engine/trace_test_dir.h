@@ -28,10 +28,14 @@ struct TempDir {
 };
 
 // Engines created while it is on record into dir (direct: trace::start's).
+inline ubermatch::trace::WriteMode write_mode(bool direct) {
+    return direct ? ubermatch::trace::WriteMode::direct : ubermatch::trace::WriteMode::buffered;
+}
+
 struct Recording {
     explicit Recording(bool threads, bool direct = true) {
         std::string err;
-        REQUIRE(ubermatch::trace::start(dir.c_str(), threads, err, direct));
+        REQUIRE(ubermatch::trace::start(dir.c_str(), threads, err, write_mode(direct)));
     }
     ~Recording() { stop(); }
     // Engines created from now on record nothing (the files stay until the end of scope).

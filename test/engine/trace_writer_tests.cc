@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +50,15 @@ bool takes_direct(const std::string &dir) {
     return ok;
 }
 
+// takes_direct(dir), saying what goes untested where it does not.
+bool direct_or_warn(const std::string &dir, const char *untested) {
+    const bool can = takes_direct(dir);
+    if (!can) {
+        WARN("the file system under /tmp refuses O_DIRECT or fallocate: " << untested << " untested here");
+    }
+    return can;
+}
+
 std::vector<char> bytes_of(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -67,9 +77,11 @@ struct Written {
     bool direct;
     bool whole;
     uint64_t lost;
+    off_t direct_from; // automatic: where direct I/O took over (-1: never)
 };
-Written write_records(const std::string &path, uint64_t n, bool direct, const std::vector<char> &header) {
-    TraceWriter w(path, header.data(), header.size(), direct);
+Written write_records(const std::string &path, uint64_t n, trace::WriteMode mode, const std::vector<char> &header,
+                      double slow_ns_per_byte = trace::kSlowPageCacheNsPerByte) {
+    TraceWriter w(path, header.data(), header.size(), mode, slow_ns_per_byte);
     REQUIRE(w.ok());
     const bool was_direct = w.direct();
     std::mt19937 rng(17);
@@ -86,7 +98,7 @@ Written write_records(const std::string &path, uint64_t n, bool direct, const st
     std::vector<char> last = header;
     last[0] ^= 1; // the header rewritten at the end must be what the file starts with
     const bool whole = w.finish(k, {static_cast<uint8_t>(TraceOp::end), 0}, last.data());
-    return {was_direct, whole, w.lost()};
+    return {was_direct, whole, w.lost(), w.direct_from()};
 }
 
 std::vector<char> header_bytes() {
@@ -119,9 +131,9 @@ void check_file(const std::string &path, uint64_t kept, uint64_t lost) {
     CHECK(end.b == lost);
 }
 
-// The share of the file's pages in the page cache (mincore): direct writes
-// leave none behind, buffered ones all.
-double cached_share(const std::string &path) {
+// The share of the pages of the file's bytes [from, to) (to 0: its end) in
+// the page cache (mincore): direct writes leave none behind, buffered ones all.
+double cached_share(const std::string &path, size_t from = 0, size_t to = 0) {
     const int fd = ::open(path.c_str(), O_RDONLY);
     REQUIRE(fd >= 0);
     const size_t size = std::filesystem::file_size(path);
@@ -132,11 +144,13 @@ double cached_share(const std::string &path) {
     std::vector<unsigned char> in((size + page - 1) / page);
     REQUIRE(::mincore(map, size, in.data()) == 0);
     ::munmap(map, size);
+    const size_t first = from / page, last = (to == 0 ? size : to) / page;
+    REQUIRE(first < last);
     size_t cached = 0;
-    for (unsigned char v : in) {
-        cached += v & 1;
+    for (size_t i = first; i < last; ++i) {
+        cached += in[i] & 1;
     }
-    return static_cast<double>(cached) / static_cast<double>(in.size());
+    return static_cast<double>(cached) / static_cast<double>(last - first);
 }
 
 uint64_t events_in(uint64_t from, uint64_t to) {
@@ -180,20 +194,50 @@ private:
 
 TEST_CASE("direct and buffered writers write the same file across many chunks", "[trace]") {
     TempDir dir;
-    const bool can = takes_direct(dir.path);
-    if (!can) {
-        WARN("the file system under /tmp refuses O_DIRECT or fallocate: direct I/O untested here");
-    }
+    const bool can = direct_or_warn(dir.path, "direct I/O");
     constexpr uint64_t kRecords = 300000; // 4.6 MiB: nine chunks
     for (bool direct : {true, false}) {
         INFO("direct " << direct);
         const std::string path = dir.path + (direct ? "/direct.umt" : "/buffered.umt");
-        const Written w = write_records(path, kRecords, direct, header_bytes());
+        const Written w = write_records(path, kRecords, write_mode(direct), header_bytes());
         CHECK(w.direct == (direct && can));
         CHECK(w.whole);
         CHECK(w.lost == 0);
         if (direct && can) { // before check_file reads it in: only the header's and the last pages went buffered
             CHECK(cached_share(path) < 0.05);
+        }
+        check_file(path, kRecords, 0);
+    }
+}
+
+// pml_ubermatch_trace_direct auto: through the page cache until the median of
+// its last writes is slow, direct I/O from the next chunk on; the file is the
+// same bytes either way. A bound of 0 makes every write slow, one of infinity
+// none.
+TEST_CASE("the automatic writer goes direct once the page cache is slow, and writes the same file", "[trace]") {
+    TempDir dir;
+    const bool can = direct_or_warn(dir.path, "the switch to direct I/O");
+    constexpr uint64_t kRecords = 600000; // 9.2 MiB: eighteen chunks
+    constexpr size_t kChunk = 512 << 10;
+    for (double bound : {0.0, HUGE_VAL}) {
+        INFO("slow beyond " << bound << " ns a byte");
+        const std::string path = dir.path + (bound == 0 ? "/slow.umt" : "/fast.umt");
+        const Written w = write_records(path, kRecords, trace::WriteMode::automatic, header_bytes(), bound);
+        CHECK_FALSE(w.direct); // buffered to begin with
+        CHECK(w.whole);
+        CHECK(w.lost == 0);
+        if (bound == 0 && can) {
+            INFO("direct from byte " << w.direct_from);
+            // After kJudged whole chunks (those of the random commits are 448-512 KiB), at a 4 KiB boundary.
+            CHECK(w.direct_from % 4096 == 0);
+            CHECK(w.direct_from >= static_cast<off_t>(trace::kJudged * (kChunk - 64 * sizeof(PackedRecord))));
+            CHECK(w.direct_from <= static_cast<off_t>((trace::kJudged + 1) * kChunk));
+            const size_t at = static_cast<size_t>(w.direct_from);
+            CHECK(cached_share(path, 0, at) > 0.5);
+            CHECK(cached_share(path, at, std::filesystem::file_size(path) - 2 * kChunk) < 0.05);
+        } else {
+            CHECK(w.direct_from == -1);
+            CHECK(cached_share(path) > 0.5);
         }
         check_file(path, kRecords, 0);
     }
@@ -208,7 +252,7 @@ TEST_CASE("a trace file that is a link to /dev/null is written whole, direct or 
     REQUIRE(::symlink("/dev/null", path.c_str()) == 0);
     for (bool direct : {true, false}) {
         INFO("direct " << direct);
-        const Written w = write_records(path, 100000, direct, header_bytes());
+        const Written w = write_records(path, 100000, write_mode(direct), header_bytes());
         CHECK(w.whole);
         CHECK(w.lost == 0);
     }
@@ -225,7 +269,7 @@ TEST_CASE("a file another writer is still writing is left whole, a finished one 
         const std::vector<char> header = header_bytes();
         constexpr uint64_t kRecords = 50000; // more than a chunk: some written before the other writer comes
         {
-            TraceWriter first(path, header.data(), header.size(), direct);
+            TraceWriter first(path, header.data(), header.size(), write_mode(direct));
             REQUIRE(first.ok());
             uint64_t i = 0;
             for (; i < first.room(); ++i) {
@@ -233,7 +277,7 @@ TEST_CASE("a file another writer is still writing is left whole, a finished one 
             }
             first.commit(first.room());
             {
-                TraceWriter second(path, header.data(), header.size(), direct);
+                TraceWriter second(path, header.data(), header.size(), write_mode(direct));
                 CHECK_FALSE(second.ok());
                 CHECK(second.error() == EBUSY);
             }
@@ -250,7 +294,7 @@ TEST_CASE("a file another writer is still writing is left whole, a finished one 
             CHECK(first.finish(k, {static_cast<uint8_t>(TraceOp::end), 0}, last.data()));
         }
         check_file(path, kRecords, 0);
-        const Written again = write_records(path, 1000, direct, header); // a rerun
+        const Written again = write_records(path, 1000, write_mode(direct), header); // a rerun
         CHECK(again.whole);
         check_file(path, 1000, 0);
     }
@@ -272,7 +316,7 @@ TEST_CASE("a failed write ends the file at its last whole record and counts ever
         INFO("direct " << direct);
         const std::string path = dir.path + (direct ? "/direct.umt" : "/buffered.umt");
         limit.on();
-        const Written w = write_records(path, kRecords, direct, header_bytes());
+        const Written w = write_records(path, kRecords, write_mode(direct), header_bytes());
         limit.off();
         CHECK(w.direct == (direct && can));
         CHECK(w.whole);
@@ -330,7 +374,7 @@ TEST_CASE("a writer that never finishes leaves a file the reader calls unfinishe
             h.version = trace::kVersion;
             h.record_size = sizeof(PackedRecord);
             h.ns_per_tick = 1.0;
-            TraceWriter w(path, &h, sizeof h, direct);
+            TraceWriter w(path, &h, sizeof h, write_mode(direct));
             REQUIRE(w.ok());
             for (int c = 0; c < 2; ++c) { // two chunks: one written, one in flight when it dies
                 for (size_t i = 0; i < w.room(); ++i) {
@@ -394,7 +438,7 @@ TEST_CASE("a writer that cannot write its end says why", "[trace]") {
     }
     const std::vector<char> header = header_bytes();
     limit.on();
-    TraceWriter w(path, header.data(), header.size(), true);
+    TraceWriter w(path, header.data(), header.size(), trace::WriteMode::direct);
     const bool made = w.ok();
     for (uint64_t i = 0; i < 10; ++i) {
         w.area()[i] = record(i);

@@ -219,7 +219,13 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     if (1 != (jobid & 0xffff)) {
         snprintf(tag, sizeof(tag), "job%u", (unsigned) (jobid & 0xffff));
     }
-    if (0 != um_trace_start(cfg->trace, enable_mpi_threads, cfg->trace_direct, jobid, tag, err,
+    /* Checked whether or not a trace is asked for, so that a typo never passes unseen. */
+    static const char *const writes[] = {"false", "true", "auto"}; /* um_trace_start's write_mode */
+    const int write_mode = choice_of("trace_direct", cfg->trace_direct, writes, 3);
+    if (write_mode < 0) {
+        return OMPI_ERR_BAD_PARAM;
+    }
+    if (0 != um_trace_start(cfg->trace, enable_mpi_threads, write_mode, jobid, tag, err,
                             sizeof(err))) {
         opal_output(0, "pml_ubermatch: %s", err);
         return OMPI_ERR_BAD_PARAM;

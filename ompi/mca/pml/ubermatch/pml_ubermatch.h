@@ -48,7 +48,7 @@ typedef struct mca_pml_ubermatch_config {
     size_t shm_stage_max;   /* contiguous pulls up to this size copied into shared memory */
     bool hwloc;             /* ring sizes from the cache hierarchy (protocol/topology.h) */
     char *trace;        /* directory of the matching trace (replay/); empty: off */
-    bool trace_direct;  /* the trace written with direct I/O where the file system takes it */
+    const char *trace_direct; /* how the trace is written: false, true (direct I/O), auto */
     char *assertions;   /* honour or ignore communicators' info assertions */
     char *shm_pack_stage; /* "measure", "always" or "never" (um_proto_config_t) */
     char *threading;    /* MPI_THREAD_MULTIPLE matching: "global" (one lock) or "tailq" */

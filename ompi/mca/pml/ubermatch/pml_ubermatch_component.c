@@ -270,13 +270,15 @@ static int mca_pml_ubermatch_component_register(void)
                         "start-up, naming it); empty: off",
                         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_3, &cfg->trace);
 
-    cfg->trace_direct = true;
+    cfg->trace_direct = "auto";
     (void) register_var("trace_direct",
-                        "Write the matching trace with direct I/O (O_DIRECT, Linux AIO: no copy "
-                        "into the page cache, a third of what recording costs a message) where the "
-                        "trace directory's file system takes it, else through the page cache; "
-                        "off: always through the page cache",
-                        MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, &cfg->trace_direct);
+                        "How the matching trace is written. Valid values: auto (through the page "
+                        "cache while it takes the trace at memory speed, with direct I/O from the "
+                        "point where it does not: a slow copy, or the kernel holding the writer back "
+                        "for its write-back), true (direct I/O, O_DIRECT by Linux AIO, where the "
+                        "directory's file system takes it), false (always through the page cache). "
+                        "Which costs a run less depends on the machine (docs/traces.md)",
+                        MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &cfg->trace_direct);
 
     cfg->threading = "global";
     (void) register_var("threading",
