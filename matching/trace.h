@@ -1,14 +1,14 @@
 // Matching traces: what each rank's engines saw, recorded at the engine
 // interface and replayed offline through every backend (replay/).
 //
-// File format (version 4), one file per rank, TRACE_DIR/rank-R.umt, little
-// endian: a 56-byte TraceHeader, then 16-byte PackedRecords in call order, the
-// last one TraceOp::end. docs/traces.md documents the fields and why this is
+// File format (version 5), one file per rank, TRACE_DIR/rank-R.umt, little
+// endian: a 56-byte TraceHeader, then 16-byte units (PackedRecord) in call
+// order, two events to a unit, the last one TraceOp::end. docs/traces.md documents the fields and why this is
 // not OTF2. The file records addresses, clock ticks every kTimeEvery records
 // and the communicator and hint only when they change; read_file turns them
 // into one TraceRecord per event with ids and ns. Versions 2 (48-byte records,
-// each with every field and its own tick) and 3 (24-byte records) are still
-// read.
+// each with every field and its own tick), 3 (24-byte records) and 4 (an
+// event a unit) are still read.
 #ifndef UBERMATCH_MATCHING_TRACE_H
 #define UBERMATCH_MATCHING_TRACE_H
 
@@ -24,7 +24,7 @@ namespace ubermatch {
 namespace trace {
 
 constexpr char kMagic[8] = {'U', 'M', 'T', 'R', 'A', 'C', 'E', '\0'};
-constexpr uint32_t kVersion = 4;
+constexpr uint32_t kVersion = 5;
 constexpr uint32_t kOldestVersion = 2; // read_file reads kOldestVersion .. kVersion
 
 struct TraceHeader {

@@ -71,8 +71,8 @@ void to_ids_and_ns(TraceFile &t) {
     }
 }
 
-// Version 3's and 4's records into events: the context, time, high and wide
-// records are folded into the events after them; an event's time is
+// Version 3's to 5's records into events: the context, time, high, base and
+// wide records are folded into the events after them; an event's time is
 // interpolated between the time records around it (by its position among the
 // events between them).
 class Unpacker {
@@ -114,6 +114,40 @@ public:
         wide_ = false;
         event(r, index);
     }
+    // Version 5: a unit of one or two event words, or a record of its own.
+    void add_v5(const PackedRecord &p, size_t index) {
+        const uint8_t op = op_of(p);
+        if (is_event(op)) {
+            event_word(p.a, index);
+            if (p.b != 0) {
+                event_word(p.b, index);
+            }
+            return;
+        }
+        if (wide_ || (once_ && op != static_cast<uint8_t>(TraceOp::wide))) {
+            // The recorder writes these right before their event (base, then
+            // wide), never elsewhere.
+            throw std::runtime_error(t_.path + ": corrupt: record " + std::to_string(index) + " (operation " +
+                                     std::to_string(op) + ") follows a " + (wide_ ? "wide" : "base") +
+                                     " record instead of its event");
+        }
+        switch (static_cast<TraceOp>(op)) {
+        case TraceOp::base: {
+            const unsigned kind = (p.a >> 4) & 1;
+            base_[kind] = p.b;
+            once_ = true; // the recorder writes it right before its event
+            exact_ = (p.a >> 7 & 1) != 0;
+            once_low_ = p.a >> 8 & 7;
+            return;
+        }
+        case TraceOp::wide:
+            wide_ = true;
+            wide_source_ = static_cast<int32_t>(static_cast<uint32_t>(p.b));
+            wide_tag_ = static_cast<int32_t>(static_cast<uint32_t>(p.a >> 32));
+            return;
+        default: add(p, index); // context, time, or an unknown operation refused there
+        }
+    }
     void add(const PackedRecordV3 &p, size_t index) {
         const uint8_t op = op_of(p);
         switch (static_cast<TraceOp>(op)) {
@@ -141,13 +175,39 @@ public:
     // where the run died (read_file's partial), possibly between a wide record
     // and its event, which is then dropped with what came after it.
     void finish(bool cut) {
-        if (wide_ && !cut) {
-            throw std::runtime_error(t_.path + ": corrupt: the last record before the end is a wide record");
+        if ((wide_ || once_) && !cut) {
+            throw std::runtime_error(t_.path + ": corrupt: the last record before the end is a " +
+                                     (wide_ ? "wide" : "base") + " record");
         }
         stamp(tick_);
     }
 
 private:
+    // A version 5 event word; its address goes where op and result say it
+    // belongs (trace_format.h: the element matched, else its own).
+    void event_word(uint64_t w, size_t index) {
+        using namespace v5;
+        TraceRecord r{};
+        r.op = static_cast<uint8_t>(w & v4::kOpMask);
+        r.result = static_cast<uint8_t>((w >> 4) & 3);
+        if (!is_event(r.op)) {
+            throw std::runtime_error(t_.path + ": corrupt: record " + std::to_string(index) +
+                                     " holds an event of unknown operation " + std::to_string(r.op));
+        }
+        r.coll = coll_;
+        r.source = wide_ ? wide_source_ : signed_field(w >> 6, v4::kSourceBits);
+        r.tag = wide_ ? wide_tag_ : signed_field(w >> kTagShift, v4::kTagBits);
+        const uint64_t field = (w >> (kAddressShift - 3)) & kFieldMask;
+        const uint64_t address =
+            field != 0 || exact_ ? base_[kind_of(r.op, r.result)] << kBaseShift | field | once_low_ : 0;
+        const auto op = static_cast<TraceOp>(r.op);
+        const bool matched = op == TraceOp::probe || op == TraceOp::mprobe || op == TraceOp::comm_create ||
+                             ((op == TraceOp::post_recv || op == TraceOp::arrive) && r.result == 1);
+        (matched ? r.matched : r.id) = address;
+        wide_ = once_ = exact_ = false;
+        once_low_ = 0;
+        event(r, index);
+    }
     // An address's bits 0..2 and 48..63 as a wide record keeps them (19 bits).
     static uint64_t rest(uint64_t bits) { return (bits & 7) | ((bits >> 3) & 0xffff) << 48; }
     static int32_t signed_field(uint64_t bits, unsigned width) {
@@ -191,14 +251,23 @@ private:
 
     TraceFile &t_;
     uint32_t cid_ = 0, msg_size_ = 0, comm_size_ = 0;
-    uint16_t coll_ = 0; // version 4's context
+    uint16_t coll_ = 0; // version 4's and 5's context
     bool context_ = false, timed_ = false;
     uint64_t high_id_ = 0, high_matched_ = 0;
-    bool wide_ = false; // version 4: a wide record came before the next event
+    bool wide_ = false; // version 4 and 5: a wide record came before the next event
     int32_t wide_source_ = 0, wide_tag_ = 0;
+    uint64_t base_[2] = {0, 0}; // version 5: each kind's address bits 29..63
+    bool once_ = false;         // version 5: a base record came before the next event,
+    bool exact_ = false;        // which says its address is not 0 (though its bits 3..28 are)
+    uint64_t once_low_ = 0;     // and gives its bits 0..2
     uint64_t tick_ = 0; // the last time record's
     size_t since_ = 0;  // the first event after it
 };
+
+void add(Unpacker &u, const PackedRecord &p, size_t i, uint32_t version) {
+    version == 4 ? u.add(p, i) : u.add_v5(p, i);
+}
+void add(Unpacker &u, const PackedRecordV3 &p, size_t i, uint32_t) { u.add(p, i); }
 
 // What the end record holds besides its operation: the events dropped.
 uint64_t dropped_of(const PackedRecord &p) { return p.b; }
@@ -216,13 +285,13 @@ bool all_zero(const Packed &p) {
     return std::memcmp(&p, &zero, sizeof p) == 0;
 }
 
-// Versions 3 and 4: the end record last, the rest unpacked in pieces (a
+// Versions 3 to 5: the end record last, the rest unpacked in pieces (a
 // 10^8-event trace is 4.8 GB as TraceRecords, so the packed file is not held
 // whole besides). n: the whole records after the header. partial: a file with
 // no end record is read up to its first all-zero record (direct I/O allocates
 // ahead) or its last whole record, and marked cut.
 template <class Packed>
-void unpack_file(std::FILE *f, size_t n, TraceFile &t, bool partial) {
+void unpack_file(std::FILE *f, size_t n, TraceFile &t, bool partial, uint32_t version) {
     auto fail = [&](const std::string &what) { throw std::runtime_error(t.path + ": " + what); };
     std::vector<Packed> piece(std::min<size_t>(std::max<size_t>(n, 1), 1 << 16));
     Packed last{};
@@ -252,7 +321,7 @@ void unpack_file(std::FILE *f, size_t n, TraceFile &t, bool partial) {
                 unpack.finish(true);
                 return; // space allocated ahead, never written
             }
-            unpack.add(piece[j], i);
+            add(unpack, piece[j], i, version);
         }
     }
     unpack.finish(t.cut);
@@ -303,9 +372,9 @@ TraceFile read_file(const std::string &path, bool partial) {
     t.header.backend[sizeof t.header.backend - 1] = '\0';
     const size_t body = size - sizeof(TraceHeader);
     // Direct I/O allocates the file's space ahead and cuts it at the end: a run
-    // that died first leaves zeros after its last written records (version 4:
-    // no record is all zero, the operation is never 0).
-    if (version == kVersion && body >= sizeof(PackedRecord)) {
+    // that died first leaves zeros after its last written records (versions 4
+    // and 5: no unit is all zero, the operation is never 0).
+    if (version >= 4 && body >= sizeof(PackedRecord)) {
         PackedRecord tail{};
         if (std::fseek(f.get(), static_cast<long>(size - sizeof tail), SEEK_SET) != 0 ||
             std::fread(&tail, sizeof tail, 1, f.get()) != 1 || std::fseek(f.get(), sizeof(TraceHeader), SEEK_SET) != 0) {
@@ -344,9 +413,9 @@ TraceFile read_file(const std::string &path, bool partial) {
             }
         }
     } else if (version == 3) {
-        unpack_file<PackedRecordV3>(f.get(), n, t, partial);
+        unpack_file<PackedRecordV3>(f.get(), n, t, partial, version);
     } else {
-        unpack_file<PackedRecord>(f.get(), n, t, partial);
+        unpack_file<PackedRecord>(f.get(), n, t, partial, version);
     }
     to_ids_and_ns(t);
     return t;

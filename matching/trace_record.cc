@@ -1,13 +1,13 @@
-// Recording a matching trace: each engine's calls append one PackedRecord per
-// call (trace_sink.h, inline in engine.h) to a per-process buffer (a chunk of
-// trace_writer.h's), written out when it fills and when the last engine goes
-// (MPI_Finalize). This file is the buffer's owner: the clock, the context and
-// wide records, the writes, and the engine-creation hook record().
+// Recording a matching trace: each engine's calls append one 8-byte event word
+// per call (trace_sink.h, inline in engine.h) to a per-process buffer (a chunk
+// of trace_writer.h's), written out when it fills and when the last engine goes
+// (MPI_Finalize). This file is the buffer's owner: the clock, the context, base
+// and wide records, the writes, and the engine-creation hook record().
 //
 // The record path is what tracing costs per message (two records: the receive
 // and the arrival), so it does no look-up and no system call: the records keep
 // the addresses the engine was given (read_file turns them into ids), a tick
-// counter read every kTimeEvery records, and a lock only under
+// counter read every kTimeEvery events, and a lock only under
 // MPI_THREAD_MULTIPLE.
 #include <algorithm>
 #include <cerrno>
@@ -71,8 +71,7 @@ public:
         : Sink(threads),
           path_(file_of(dir, tag, rank >= 0 ? rank : static_cast<int32_t>(getpid()))),
           header_(make_header(rank, job, clock_.t0_ns(), backend)), out_(path_, &header_, sizeof header_, mode) {
-        buf_ = out_.area();
-        room_ = out_.room();
+        take_area();
         if (!out_.ok() && out_.error() == EBUSY) {
             std::fprintf(stderr,
                          "ubermatch trace: %s is being written by another running job (two mpiruns recording "
@@ -87,10 +86,10 @@ public:
         }
     }
     ~Recorder() {
-        buf_[n_++] = time_record(); // the last events' time is interpolated up to here
+        put_record(time_record()); // the last events' time is interpolated up to here
         header_.ns_per_tick = clock_.ns_per_tick();
         const bool made = out_.ok(); // finish() closes the file: ok() is false after it
-        const bool whole = out_.finish(n_, {static_cast<uint8_t>(TraceOp::end), 0}, &header_);
+        const bool whole = out_.finish(n_ / 2, {static_cast<uint8_t>(TraceOp::end), 0}, &header_);
         if (made && out_.lost() != 0) {
             std::fprintf(stderr, "ubermatch trace: %s: %llu events dropped (write failed)\n", path_.c_str(),
                          static_cast<unsigned long long>(out_.lost()));
@@ -117,41 +116,55 @@ public:
         if (n_ == 0 || now - idle_since_ < kIdleNs || !out_.ok()) {
             return;
         }
-        buf_[n_++] = time_record(); // room: kKeep
+        put_record(time_record()); // room: kKeep
         header_.ns_per_tick = clock_.ns_per_tick();
-        out_.sync(n_, &header_);
-        buf_ = out_.area();
-        room_ = out_.room();
+        out_.sync(n_ / 2, &header_);
+        take_area();
         n_ = idle_n_ = 0;
         due_ = 0;
     }
 
 private:
-    // Records one event may need: time, context, wide, the event.
-    static constexpr size_t kMaxPerEvent = 4;
-    // Kept free after an event: the destructor's last time record.
-    static constexpr size_t kKeep = kMaxPerEvent + 1;
+    // Words one event may need: a pad to the next unit, time, context, base
+    // and wide records (a unit each), the event.
+    static constexpr size_t kMaxPerEvent = 1 + 4 * 2 + 1;
+    // Kept free after an event: the destructor's pad and last time record.
+    static constexpr size_t kKeep = kMaxPerEvent + 3;
 
-    void prefix(uint64_t hw, uint64_t cw, int32_t source, int32_t tag, uint64_t id, uint64_t matched) override {
+    // A record of its own (not an event) at the next whole unit: a lone event
+    // word before it gets an empty second half.
+    void put_record(const PackedRecord &r) {
+        if (n_ % 2 != 0) {
+            buf_[n_++] = 0;
+        }
+        buf_[n_++] = r.a;
+        buf_[n_++] = r.b;
+    }
+    void prefix(uint64_t hw, uint64_t cw, int32_t source, int32_t tag, uint64_t address, unsigned kind) override {
         if (n_ > room_ - kKeep) {
             flush();
         }
         const bool fresh = n_ == 0; // a buffer starts with the time and the context
         if (fresh || n_ >= time_at_) {
-            buf_[n_++] = time_record();
+            put_record(time_record());
             time_at_ = n_ + kTimeEvery;
         }
         if (fresh || hw != hint_word_ || cw != cid_word_) {
             hint_word_ = hw;
             cid_word_ = cw;
             // cid << 32 | coll << 4 | op, msg_size << 32 | comm_size
-            buf_[n_++] = {(cw & ~uint64_t{0xffffffff}) | (hw & 0xffff) << 4 | static_cast<uint8_t>(TraceOp::context),
-                          (hw & ~uint64_t{0xffffffff}) | (cw & 0xffffffff)};
+            put_record({(cw & ~uint64_t{0xffffffff}) | (hw & 0xffff) << 4 | static_cast<uint8_t>(TraceOp::context),
+                        (hw & ~uint64_t{0xffffffff}) | (cw & 0xffffffff)});
         }
-        if (wide(Event{TraceOp::end, 0, source, tag, id, matched}) != 0) {
-            const auto rest = [](uint64_t address) { return (address >> 48) << 3 | (address & 7); };
-            buf_[n_++] = {rest(matched) << 39 | rest(id) << 20 | static_cast<uint8_t>(TraceOp::wide),
-                          static_cast<uint64_t>(static_cast<uint32_t>(tag)) << 32 | static_cast<uint32_t>(source)};
+        if (needs_base(address, base_[kind]) != 0) {
+            base_[kind] = address >> v5::kBaseShift;
+            const uint64_t exact = (address & v5::kFieldMask) == 0;
+            put_record({(address & 7) << 8 | exact << 7 | uint64_t{kind} << 4 | static_cast<uint8_t>(TraceOp::base),
+                        base_[kind]});
+        }
+        if (wide(source, tag) != 0) {
+            put_record({static_cast<uint64_t>(static_cast<uint32_t>(tag)) << 32 | static_cast<uint8_t>(TraceOp::wide),
+                        static_cast<uint32_t>(source)});
         }
         due_ = std::min(time_at_, room_ - kKeep + 1);
     }
@@ -191,18 +204,24 @@ private:
     }
     // The buffer to the file (the writer counts the events of a failed write).
     void flush() {
-        out_.commit(n_);
-        buf_ = out_.area();
-        room_ = out_.room();
+        if (n_ % 2 != 0) {
+            buf_[n_++] = 0; // a lone event's empty second half
+        }
+        out_.commit(n_ / 2);
+        take_area();
         n_ = 0;
         due_ = 0; // the next event starts the buffer with its time and context
+    }
+    void take_area() {
+        buf_ = reinterpret_cast<uint64_t *>(out_.area());
+        room_ = 2 * out_.room();
     }
 
     size_t time_at_ = 0; // the next time record at this n_
     size_t idle_n_ = 0;  // n_ at the last idle() that saw it change
     uint64_t idle_since_ = 0;
     static constexpr uint64_t kIdleNs = 1000000000;
-    size_t room_ = 0;    // records that fit at buf_
+    size_t room_ = 0;    // words that fit at buf_
     const Clock clock_;
     const std::string path_;
     TraceHeader header_;

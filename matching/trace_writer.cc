@@ -243,17 +243,17 @@ void TraceWriter::reap(Chunk &c) {
     c.len = 0;
 }
 
-// Records are 16 bytes from header_size_ on in the file; an event's ends in
-// exactly one chunk, which counts it.
+// Units are 16 bytes from header_size_ on in the file; each ends in exactly
+// one chunk, which counts its events.
 uint64_t TraceWriter::events_ending_in(const Chunk &c) const {
-    uint64_t n = c.straddler ? 1 : 0;
+    uint64_t n = c.straddler;
     const off_t hs = static_cast<off_t>(header_size_);
     const off_t rs = static_cast<off_t>(sizeof(PackedRecord));
     size_t p = static_cast<size_t>(c.off < hs ? hs - c.off : (rs - into_record(c.off)) % rs);
     for (; p + sizeof(PackedRecord) <= c.len; p += sizeof(PackedRecord)) {
         PackedRecord r;
         std::memcpy(&r, c.mem + p, sizeof r);
-        n += is_event(op_of(r)) ? 1 : 0;
+        n += events_in(r);
     }
     return n;
 }
@@ -271,11 +271,11 @@ void TraceWriter::commit(size_t n) {
     next.off = c.off + static_cast<off_t>(aligned);
     // The record across the cut, if one is: counted by next.
     const off_t into = aligned != 0 ? into_record(next.off) : 0;
-    next.straddler = false;
+    next.straddler = 0;
     if (into != 0) {
         PackedRecord r;
         std::memcpy(&r, c.mem + aligned - static_cast<size_t>(into), sizeof r);
-        next.straddler = is_event(op_of(r));
+        next.straddler = events_in(r);
     }
     cur_ ^= 1;
     used_ = tail;

@@ -93,7 +93,7 @@ private:
         char *mem = nullptr;
         off_t off = 0;         // its bytes' place in the file
         size_t len = 0;         // bytes to write (0: nothing to reap)
-        bool straddler = false; // an event's record begins in the chunk before and ends in this one
+        unsigned straddler = 0; // events of a unit that begins in the chunk before and ends in this one
         bool in_flight = false; // submitted, not yet reaped
         long result = 0;        // bytes written, or -errno (direct: set when reaped)
         iocb cb{};

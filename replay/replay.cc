@@ -397,11 +397,12 @@ Result replay(const std::vector<trace::TraceFile> &files, const std::string &bac
                 int st = UM_OK;
                 switch (static_cast<TraceOp>(r.op)) {
                 case TraceOp::comm_create: // handled above
-                case TraceOp::end:         // these five are never among read_file's records
+                case TraceOp::end:         // these six are never among read_file's records
                 case TraceOp::context:
                 case TraceOp::time:
                 case TraceOp::high:
-                case TraceOp::wide: break;
+                case TraceOp::wide:
+                case TraceOp::base: break;
                 case TraceOp::post_recv: st = e->post_recv(r.source, r.tag, hint, h, &m); break;
                 case TraceOp::arrive: st = e->arrive(r.source, r.tag, hint, h, &m); break;
                 case TraceOp::probe: st = e->probe(r.source, r.tag, hint, &m); break;

@@ -21,7 +21,7 @@ test_engine_unit_tests_SOURCES = \
 	test/engine/relaxed_tests.cc \
 	test/engine/trace_tests.cc \
 	test/engine/trace_writer_tests.cc \
-	test/engine/trace_test_dir.h
+	test/engine/trace_test_dir.h test/engine/trace_old_versions.h
 test_engine_unit_tests_LDADD = $(UM_ENGINE_TEST_LIBS)
 test_engine_differential_tests_SOURCES = test/engine/differential_tests.cc test/engine/batch_tests.cc
 test_engine_differential_tests_LDADD = $(UM_ENGINE_TEST_LIBS)

@@ -64,10 +64,13 @@ std::vector<char> bytes_of(const std::string &path) {
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Record i: an event (post_recv) but every fifth, a time record (no event).
+// Unit i: a time record (no event) every fifth, else one event (post_recv)
+// or, every other, two (an arrive in the second half).
 PackedRecord record(uint64_t i) {
-    const auto op = static_cast<uint8_t>(i % 5 == 4 ? TraceOp::time : TraceOp::post_recv);
-    return {i << 8 | op, ~i};
+    if (i % 5 == 4) {
+        return {i << 8 | static_cast<uint8_t>(TraceOp::time), ~i};
+    }
+    return {i << 8 | static_cast<uint8_t>(TraceOp::post_recv), i % 2 != 0 ? i << 8 | static_cast<uint8_t>(TraceOp::arrive) : 0};
 }
 
 // Writes records 0..n-1 through a writer, committing after a random number of
@@ -156,7 +159,7 @@ double cached_share(const std::string &path, size_t from = 0, size_t to = 0) {
 uint64_t events_in(uint64_t from, uint64_t to) {
     uint64_t n = 0;
     for (uint64_t i = from; i < to; ++i) {
-        n += trace::is_event(trace::op_of(record(i)));
+        n += trace::events_in(record(i));
     }
     return n;
 }
