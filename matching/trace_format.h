@@ -89,8 +89,9 @@ inline unsigned events_in(const PackedRecord &p) {
     return is_event(op_of(p)) ? 1u + static_cast<unsigned>(p.b != 0) : 0u;
 }
 
-// One time record per this many events: the clock read is the largest part
-// of a record's cost otherwise (docs/traces.md, "What a record costs").
+// One time record per this many words of the buffer (an event one, a record
+// two): the clock read is the largest part of a record's cost otherwise
+// (docs/traces.md, "What a record costs").
 constexpr size_t kTimeEvery = 64;
 
 } // namespace trace
