@@ -19,8 +19,7 @@ namespace trace {
 namespace {
 
 constexpr size_t kAlign = 4096;              // O_DIRECT's unit for offsets, lengths and addresses
-constexpr size_t kChunk = size_t{512} << 10; // a write; two chunks are the recorder's memory
-constexpr size_t kChunkBytes = kChunk + kAlign; // room for the 4 KiB carried from the chunk before
+constexpr size_t kChunkBytes = kDirectChunk + kAlign; // and the 4 KiB carried from the chunk before
 constexpr off_t kFirstAhead = off_t{4} << 20;   // the space allocated ahead, doubling up to kMaxAhead
 constexpr off_t kMaxAhead = off_t{64} << 20;
 
@@ -105,7 +104,7 @@ TraceWriter::TraceWriter(const std::string &path, const void *header, size_t hea
     std::memcpy(chunks_[0].mem, header, header_size);
     used_ = header_size;
     area_ = reinterpret_cast<PackedRecord *>(chunks_[0].mem + used_);
-    room_ = (kChunkBytes - used_) / sizeof(PackedRecord);
+    room_ = (chunk_ + kAlign - used_) / sizeof(PackedRecord);
 }
 
 TraceWriter::~TraceWriter() {
@@ -153,6 +152,7 @@ bool TraceWriter::open_direct(off_t from) {
     if (dfd >= 0 && ::fallocate(dfd, 0, from, kFirstAhead) == 0 && io_setup(2, &ctx_) == 0) {
         fd_ = dfd;
         allocated_ = from + kFirstAhead;
+        chunk_ = kDirectChunk;
         return true;
     }
     ctx_ = 0;
@@ -189,7 +189,7 @@ void TraceWriter::write_chunk(Chunk &c, bool may_direct) {
     }
     if (!may_direct || !direct()) {
         // Judged: whole chunks only (a syscall's own cost weighs on a few KiB).
-        const bool judged = may_direct && judging_ && c.len >= kChunk / 2;
+        const bool judged = may_direct && judging_ && c.len >= kBufferedChunk / 2;
         const uint64_t t0 = judged ? now_ns() : 0;
         c.result = write_plain(c.mem, c.len, c.off) ? static_cast<long>(c.len) : -EIO;
         if (judged && c.result == static_cast<long>(c.len)) {
@@ -280,7 +280,7 @@ void TraceWriter::commit(size_t n) {
     cur_ ^= 1;
     used_ = tail;
     area_ = reinterpret_cast<PackedRecord *>(next.mem + used_);
-    room_ = (kChunkBytes - used_) / sizeof(PackedRecord);
+    room_ = (chunk_ + kAlign - used_) / sizeof(PackedRecord);
 }
 
 void TraceWriter::sync(size_t n, const void *header) {

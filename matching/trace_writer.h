@@ -47,6 +47,13 @@ namespace trace {
 constexpr double kSlowPageCacheNsPerByte = 1.0;
 constexpr int kJudged = 8;
 
+// A chunk: buffered, small, so that both chunks stay in the core's L2 while
+// the recorder fills one and write(2) copies the other out (docs/traces.md,
+// "Smaller chunks through the page cache"); direct, large, as each io_submit
+// pins its pages at a cost per call.
+constexpr size_t kBufferedChunk = size_t{128} << 10;
+constexpr size_t kDirectChunk = size_t{512} << 10;
+
 class TraceWriter {
 public:
     // Creates path, `header` (header_size bytes, a multiple of 8) first in
@@ -124,6 +131,7 @@ private:
     int error_ = 0;
     aio_context_t ctx_ = 0;
     Chunk chunks_[2];
+    size_t chunk_ = kBufferedChunk; // the bytes a chunk's write takes (kDirectChunk once direct)
     int cur_ = 0;
     size_t used_ = 0;     // bytes of chunks_[cur_] in use (carried bytes and records)
     off_t allocated_ = 0; // the file's space allocated so far (direct)

@@ -81,6 +81,7 @@ struct Written {
     bool whole;
     uint64_t lost;
     off_t direct_from; // automatic: where direct I/O took over (-1: never)
+    size_t buffered_room, direct_room; // the most bytes a chunk offered while buffered, and while direct
 };
 Written write_records(const std::string &path, uint64_t n, trace::WriteMode mode, const std::vector<char> &header,
                       double slow_ns_per_byte = trace::kSlowPageCacheNsPerByte) {
@@ -88,10 +89,13 @@ Written write_records(const std::string &path, uint64_t n, trace::WriteMode mode
     REQUIRE(w.ok());
     const bool was_direct = w.direct();
     std::mt19937 rng(17);
+    size_t room[2] = {0, 0}; // [direct]
     size_t k = 0;
     size_t stop = w.room() - rng() % 64;
     for (uint64_t i = 0; i < n; ++i) {
         if (k == stop) {
+            size_t &r = room[w.direct()];
+            r = std::max(r, w.room() * sizeof(PackedRecord));
             w.commit(k);
             k = 0;
             stop = w.room() - rng() % 64;
@@ -101,7 +105,7 @@ Written write_records(const std::string &path, uint64_t n, trace::WriteMode mode
     std::vector<char> last = header;
     last[0] ^= 1; // the header rewritten at the end must be what the file starts with
     const bool whole = w.finish(k, {static_cast<uint8_t>(TraceOp::end), 0}, last.data());
-    return {was_direct, whole, w.lost(), w.direct_from()};
+    return {was_direct, whole, w.lost(), w.direct_from(), room[0], room[1]};
 }
 
 std::vector<char> header_bytes() {
@@ -198,7 +202,7 @@ private:
 TEST_CASE("direct and buffered writers write the same file across many chunks", "[trace]") {
     TempDir dir;
     const bool can = direct_or_warn(dir.path, "direct I/O");
-    constexpr uint64_t kRecords = 300000; // 4.6 MiB: nine chunks
+    constexpr uint64_t kRecords = 300000; // 4.6 MiB: nine direct chunks, 36 buffered
     for (bool direct : {true, false}) {
         INFO("direct " << direct);
         const std::string path = dir.path + (direct ? "/direct.umt" : "/buffered.umt");
@@ -206,6 +210,12 @@ TEST_CASE("direct and buffered writers write the same file across many chunks", 
         CHECK(w.direct == (direct && can));
         CHECK(w.whole);
         CHECK(w.lost == 0);
+        // Buffered chunks small (both in L2), direct ones large (an io_submit's cost is per call);
+        // each with the 4 KiB carried over at most.
+        const size_t most = direct && can ? trace::kDirectChunk : trace::kBufferedChunk;
+        CHECK((direct && can ? w.direct_room : w.buffered_room) <= most + 4096);
+        CHECK((direct && can ? w.direct_room : w.buffered_room) >= most);
+        CHECK((direct && can ? w.buffered_room : w.direct_room) == 0);
         if (direct && can) { // before check_file reads it in: only the header's and the last pages went buffered
             CHECK(cached_share(path) < 0.05);
         }
@@ -220,8 +230,8 @@ TEST_CASE("direct and buffered writers write the same file across many chunks", 
 TEST_CASE("the automatic writer goes direct once the page cache is slow, and writes the same file", "[trace]") {
     TempDir dir;
     const bool can = direct_or_warn(dir.path, "the switch to direct I/O");
-    constexpr uint64_t kRecords = 600000; // 9.2 MiB: eighteen chunks
-    constexpr size_t kChunk = 512 << 10;
+    constexpr uint64_t kRecords = 600000; // 9.2 MiB: 8 buffered chunks and 16 direct ones at most
+    constexpr size_t kChunk = trace::kBufferedChunk;
     for (double bound : {0.0, HUGE_VAL}) {
         INFO("slow beyond " << bound << " ns a byte");
         const std::string path = dir.path + (bound == 0 ? "/slow.umt" : "/fast.umt");
@@ -231,15 +241,19 @@ TEST_CASE("the automatic writer goes direct once the page cache is slow, and wri
         CHECK(w.lost == 0);
         if (bound == 0 && can) {
             INFO("direct from byte " << w.direct_from);
-            // After kJudged whole chunks (those of the random commits are 448-512 KiB), at a 4 KiB boundary.
+            // After kJudged whole buffered chunks (those of the random commits are 127-132 KiB), at a 4 KiB
+            // boundary; direct chunks from there on.
             CHECK(w.direct_from % 4096 == 0);
             CHECK(w.direct_from >= static_cast<off_t>(trace::kJudged * (kChunk - 64 * sizeof(PackedRecord))));
             CHECK(w.direct_from <= static_cast<off_t>((trace::kJudged + 1) * kChunk));
             const size_t at = static_cast<size_t>(w.direct_from);
             CHECK(cached_share(path, 0, at) > 0.5);
-            CHECK(cached_share(path, at, std::filesystem::file_size(path) - 2 * kChunk) < 0.05);
+            CHECK(cached_share(path, at, std::filesystem::file_size(path) - 2 * trace::kDirectChunk) < 0.05);
+            CHECK(w.buffered_room <= kChunk + 4096);
+            CHECK(w.direct_room >= trace::kDirectChunk);
         } else {
             CHECK(w.direct_from == -1);
+            CHECK(w.buffered_room <= kChunk + 4096);
             CHECK(cached_share(path) > 0.5);
         }
         check_file(path, kRecords, 0);
