@@ -270,6 +270,7 @@ void AutoQueue<Posted>::to_list() {
         list_.push_back(e);
     }
     indexed_ = false;
+    scanned_ = 0;
     ++sh_.reshapes;
 }
 

@@ -181,13 +181,14 @@ struct AutoShared {
     AutoShared(const simd::SimdParams &simd, const um_params_t &p)
         : k(*simd.kernel.kernels), compact_threshold(simd.compact_threshold),
           index_at(static_cast<size_t>(p.index_at)), list_at(static_cast<size_t>(p.list_at)),
-          max_index_bytes(static_cast<size_t>(p.max_index_bytes)) {}
+          max_index_bytes(static_cast<size_t>(p.max_index_bytes)), index_rent(static_cast<size_t>(p.index_rent)) {}
 
     const simd::Kernels &k;
     double compact_threshold;
     size_t index_at;
     size_t list_at;
     size_t max_index_bytes;
+    size_t index_rent;
     size_t index_bytes = 0; // all four queues' indices now
     uint64_t reshapes = 0;
     uint64_t memory_limited = 0;
@@ -304,6 +305,7 @@ private:
         sh_.pool.put(e);
         if (size_ <= sh_.list_at) {
             reindex_at_ = sh_.index_at;
+            scanned_ = 0;
         }
         return {handle, inspected};
     }
@@ -321,12 +323,21 @@ private:
     }
     void push_indexed(AutoEntry *e);
     Hit<Block> scan(int32_t source, int32_t tag, uint64_t before, uint32_t &inspected) const; // posted
-    // A list whose search had to compare index_at elements is indexed: a deep
-    // queue whose matches sit at its head (a window of receives of one key)
-    // stays a list, where a head check is the cheapest search there is.
+    // A search that had to compare index_at elements indexes its list (a deep
+    // queue whose matches sit at its head, a window of receives of one key,
+    // stays a list, where a head check is the cheapest search there is), once
+    // the deep searches have compared index_rent times the list's length since
+    // it was last short (list_at): an index pays for its building, and its
+    // unbuilding when the queue drains, only where deep searches keep coming.
+    // A queue that fills and drains with a deep search or two between (fds: a
+    // receive that passes the messages it arrived behind, once a step) then
+    // stays a list. 0: at the first deep search.
     void maybe_index(uint32_t inspected) {
         if (inspected >= sh_.index_at && size_ >= reindex_at_) {
-            to_index();
+            scanned_ += inspected;
+            if (scanned_ >= sh_.index_rent * size_) {
+                to_index();
+            }
         }
     }
     void to_index();
@@ -349,6 +360,7 @@ private:
     BlockList<Block> blocks_; // posted only
     OrderQueue arrivals_;     // unexpected only
     size_t reindex_at_; // a list of this many elements is indexed (grows when memory denied it)
+    size_t scanned_ = 0; // elements the list's deep searches compared since it was last short
     bool wild_index_ = false; // unexpected, indexed: by_tag_ and by_src_ are kept
     void build_wild_index();
     // Posted, indexed: keyed receives with ANY_SOURCE, with ANY_TAG (their keys are probed only then).

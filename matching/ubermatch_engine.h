@@ -158,9 +158,9 @@ typedef struct um_params {
      * most floor(k_p * sqrt(n)), 1 .. 1024 (default 8). */
     int64_t k_p;
     /* auto: a list whose search had to compare index_at elements is indexed (hash +
-     * SIMD), 2 .. 1048576 (default 32); an indexed queue down to list_at elements goes
-     * back to a list, 0 .. index_at-1 (default 8): the gap keeps a queue from changing
-     * form at every operation. */
+     * SIMD), 2 .. 1048576 (default 8); an indexed queue down to list_at elements goes
+     * back to a list, 0 .. index_at-1 (default 4): the gap keeps a queue from changing
+     * form at every operation. See also index_rent. */
     int64_t index_at;
     int64_t list_at;
     /* auto: bytes the indices of one communicator may hold, 0 .. 2^40 (default 64 MiB;
@@ -173,6 +173,11 @@ typedef struct um_params {
      * and left out of the sums (a process descheduled inside it), 0 .. 10^12 (default
      * 0: keep all). */
     int64_t timer_cutoff_ns;
+    /* auto: a list is indexed only once its searches of index_at compares or more have
+     * compared index_rent times its length since it was last list_at long, 0 .. 1048576
+     * (default 0: at the first such search). Higher keeps a queue that fills and drains
+     * with few deep searches between from building an index each time. */
+    int64_t index_rent;
 } um_params_t;
 
 typedef struct um_engine um_engine_t;

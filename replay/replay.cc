@@ -76,11 +76,12 @@ void set_param(um_params_t &p, const std::string &kv) {
     else if (k == "index_at") p.index_at = i;
     else if (k == "list_at") p.list_at = i;
     else if (k == "max_index_bytes") p.max_index_bytes = i;
+    else if (k == "index_rent") p.index_rent = i;
     else if (k == "compact_threshold") p.compact_threshold = d;
     else
         throw std::invalid_argument("--params: unknown parameter '" + k +
                                     "'; valid: bins, theta, k_c, k_p, index_at, list_at, "
-                                    "max_index_bytes, compact_threshold");
+                                    "max_index_bytes, index_rent, compact_threshold");
 }
 
 std::vector<std::string> split(const std::string &s) {
@@ -469,6 +470,7 @@ struct Sweep {
 };
 const std::vector<Sweep> kSweeps = {
     {"auto", "index_at", &um_params_t::index_at, {4, 32, 256}},
+    {"auto", "index_rent", &um_params_t::index_rent, {4, 16}},
     {"pnp", "theta", &um_params_t::theta, {10, 100, 1000}},
     {"col", "k_c", &um_params_t::k_c, {2, 8, 32}},
 };

@@ -75,6 +75,52 @@ TEST_CASE("auto: a queue is indexed when a search compares index_at elements, a 
     CHECK(a.stats().reshapes == 2);
 }
 
+// index_rent: the deep searches of a list must compare index_rent times its
+// length before it is indexed, counted afresh each time the queue is short
+// again (fds: a queue of messages that fills and drains every step, passed by
+// one or two receives on the way, stays a list; 0 indexes at the first).
+TEST_CASE("auto: index_rent indexes a list once its deep searches compared that many lengths", "[auto]") {
+    constexpr int kDepth = 64;
+    for (int64_t rent : {0, 4}) {
+        INFO("index_rent " << rent);
+        um_params_t p = default_params();
+        p.index_rent = rent;
+        Auto a(p);
+        uint64_t reshapes = 0;
+        for (int step = 0; step < 3; ++step) {
+            INFO("step " << step);
+            for (int i = 0; i < kDepth; ++i) {
+                CHECK(a.arrive(1, i, 100 + i).handle == nullptr);
+            }
+            // Two receives that pass every message: two lengths compared, fewer than four ...
+            for (int k = 0; k < 2; ++k) {
+                CHECK(a.post(1, 1000 + k, 900 + k).inspected == (rent == 0 && k == 1 ? 0 : kDepth));
+                CHECK(a.stats().indexed == (rent == 0 ? 1 : 0));
+            }
+            // ... the rest matched at the head: the queue drains to list_at.
+            for (int i = 0; i < kDepth; ++i) {
+                CHECK(a.post(1, i, 1).handle == h(100 + i));
+            }
+            CHECK(a.stats().indexed == 0);
+            // Step after step: 2 changes of form at rent 0, none at 4 (the count starts again).
+            reshapes += rent == 0 ? 2 : 0;
+            CHECK(a.stats().reshapes == reshapes);
+            for (int k = 0; k < 2; ++k) { // the two receives take their messages
+                CHECK(a.arrive(1, 1000 + k, 1).handle == h(900 + k));
+            }
+        }
+        // Searches that keep passing the queue index it once they compared 4 lengths.
+        for (int i = 0; i < kDepth; ++i) {
+            a.arrive(1, i, 100 + i);
+        }
+        for (int k = 0; k < 4; ++k) {
+            CHECK(a.stats().indexed == (rent == 0 && k > 0 ? 1 : 0));
+            a.post(1, 2000 + k, 900 + k);
+        }
+        CHECK(a.stats().indexed == 1);
+    }
+}
+
 TEST_CASE("auto: an exact arrival behind a deep indexed queue compares one element", "[auto]") {
     Auto a;
     for (int i = 0; i < 4096; ++i) {
@@ -219,6 +265,9 @@ TEST_CASE("auto: parameters out of range name the valid range", "[auto]") {
     p = default_params();
     p.max_index_bytes = -1;
     CHECK(error_of(p).find("parameter max_index_bytes = -1 is out of range") == 0);
+    p = default_params();
+    p.index_rent = -1;
+    CHECK(error_of(p) == "parameter index_rent = -1 is out of range; valid values are 0 .. 1048576");
     p = default_params();
     p.kernel = "sse9";
     CHECK(error_of(p).find("auto, avx512, avx2, scalar") != std::string::npos);

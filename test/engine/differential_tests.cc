@@ -266,6 +266,9 @@ std::vector<Variant> variants() {
     tight.list_at = 2;
     tight.max_index_bytes = 48 << 10;
     out.push_back({"auto", "auto,index_at=4,max_index_bytes=48K", tight});
+    um_params_t rent = eager; // lists searched deep for a while before they are indexed
+    rent.index_rent = 2;
+    out.push_back({"auto", "auto,index_at=2,list_at=1,index_rent=2", rent});
     return out;
 }
 

@@ -27,7 +27,7 @@ check() { # description, command...
 }
 
 info=$(ompi_info --param pml ubermatch --level 9 2>&1)
-for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit shm_pull shm_stage_max shm_pack_stage assertions hwloc threading priority max_contextid trace trace_direct; do
+for param in backend bins kernel compact_threshold theta k_c k_p index_at list_at index_rent max_index_bytes verbose print_stats ucx_tls ucx_rndv_thresh shm_eager_limit shm_pull shm_stage_max shm_pack_stage assertions hwloc threading priority max_contextid trace trace_direct; do
     check "ompi_info lists pml_ubermatch_$param" grep -q "parameter \"pml_ubermatch_$param\"" <<<"$info"
 done
 check "ompi_info names the valid backends" grep -qF "Valid values: $backends" <<<"$info"

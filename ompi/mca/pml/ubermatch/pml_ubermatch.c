@@ -122,6 +122,7 @@ int mca_pml_ubermatch_init_module(bool enable_mpi_threads)
     config.params.k_p = cfg->k_p;
     config.params.index_at = cfg->index_at;
     config.params.list_at = cfg->list_at;
+    config.params.index_rent = cfg->index_rent;
     config.params.max_index_bytes = cfg->max_index_bytes > (size_t) INT64_MAX
                                         ? INT64_MAX : (int64_t) cfg->max_index_bytes;
     config.params.timers = cfg->timers ? 1 : 0;

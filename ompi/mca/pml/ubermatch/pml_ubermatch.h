@@ -34,6 +34,7 @@ typedef struct mca_pml_ubermatch_config {
     int k_p;            /* pnp: at most k_p * sqrt(n) partner queues */
     int index_at;       /* auto: a search this deep indexes its queue */
     int list_at;        /* auto: an indexed queue this short is a list again */
+    int index_rent;     /* auto: deep compares, in list lengths, before a queue is indexed */
     size_t max_index_bytes; /* auto: bytes of the indices per communicator */
     bool timers;        /* the engine times its searches and restructuring */
     unsigned long long timer_cutoff_ns; /* timed intervals longer than this are left out */
