@@ -104,7 +104,7 @@ TraceWriter::TraceWriter(const std::string &path, const void *header, size_t hea
     std::memcpy(chunks_[0].mem, header, header_size);
     used_ = header_size;
     area_ = reinterpret_cast<PackedRecord *>(chunks_[0].mem + used_);
-    room_ = (chunk_ + kAlign - used_) / sizeof(PackedRecord);
+    room_ = room_after(used_);
 }
 
 TraceWriter::~TraceWriter() {
@@ -126,6 +126,10 @@ void TraceWriter::close_files() {
         ::close(plain_fd_);
     }
     fd_ = plain_fd_ = -1;
+}
+
+size_t TraceWriter::room_after(size_t used) const {
+    return ((direct() ? kDirectChunk : kBufferedChunk) + kAlign - used) / sizeof(PackedRecord);
 }
 
 bool TraceWriter::write_plain(const void *p, size_t n, off_t off) const {
@@ -152,7 +156,6 @@ bool TraceWriter::open_direct(off_t from) {
     if (dfd >= 0 && ::fallocate(dfd, 0, from, kFirstAhead) == 0 && io_setup(2, &ctx_) == 0) {
         fd_ = dfd;
         allocated_ = from + kFirstAhead;
-        chunk_ = kDirectChunk;
         return true;
     }
     ctx_ = 0;
@@ -280,7 +283,7 @@ void TraceWriter::commit(size_t n) {
     cur_ ^= 1;
     used_ = tail;
     area_ = reinterpret_cast<PackedRecord *>(next.mem + used_);
-    room_ = (chunk_ + kAlign - used_) / sizeof(PackedRecord);
+    room_ = room_after(used_);
 }
 
 void TraceWriter::sync(size_t n, const void *header) {

@@ -116,6 +116,8 @@ private:
         return (off - static_cast<off_t>(header_size_)) % static_cast<off_t>(sizeof(PackedRecord));
     }
     bool write_plain(const void *p, size_t n, off_t off) const;
+    // Records that fit a chunk holding `used` bytes: its write's size follows the way it is written.
+    size_t room_after(size_t used) const;
     // Direct I/O from `from` on (the space ahead allocated); false, nothing
     // changed, where the file system or the kernel refuses it.
     bool open_direct(off_t from);
@@ -131,7 +133,6 @@ private:
     int error_ = 0;
     aio_context_t ctx_ = 0;
     Chunk chunks_[2];
-    size_t chunk_ = kBufferedChunk; // the bytes a chunk's write takes (kDirectChunk once direct)
     int cur_ = 0;
     size_t used_ = 0;     // bytes of chunks_[cur_] in use (carried bytes and records)
     off_t allocated_ = 0; // the file's space allocated so far (direct)

@@ -212,10 +212,12 @@ TEST_CASE("direct and buffered writers write the same file across many chunks", 
         CHECK(w.lost == 0);
         // Buffered chunks small (both in L2), direct ones large (an io_submit's cost is per call);
         // each with the 4 KiB carried over at most.
-        const size_t most = direct && can ? trace::kDirectChunk : trace::kBufferedChunk;
-        CHECK((direct && can ? w.direct_room : w.buffered_room) <= most + 4096);
-        CHECK((direct && can ? w.direct_room : w.buffered_room) >= most);
-        CHECK((direct && can ? w.buffered_room : w.direct_room) == 0);
+        const bool went_direct = direct && can;
+        const size_t most = went_direct ? trace::kDirectChunk : trace::kBufferedChunk;
+        const size_t room = went_direct ? w.direct_room : w.buffered_room;
+        CHECK(room <= most + 4096);
+        CHECK(room >= most);
+        CHECK((went_direct ? w.buffered_room : w.direct_room) == 0);
         if (direct && can) { // before check_file reads it in: only the header's and the last pages went buffered
             CHECK(cached_share(path) < 0.05);
         }
