@@ -68,7 +68,13 @@ Found AutoQueue<Posted>::search_recv(int32_t source, int32_t tag) {
             }
         }
     }
-    return found != nullptr ? take(auto_entry(found), inspected, fifo) : Found{nullptr, inspected};
+    if (found == nullptr) {
+        return {nullptr, inspected};
+    }
+    if (indexed_) {
+        judge(found);
+    }
+    return take(auto_entry(found), inspected, fifo);
 }
 
 template <bool Posted>
@@ -97,7 +103,7 @@ Found AutoQueue<Posted>::take_message(int32_t source, int32_t tag, bool remove) 
             inspected = 1;
         }
     } else { // both wildcards: the earliest point-to-point message
-        for (Entry *e = arrivals_.front(); e != nullptr; e = OrderQueue::next(e)) {
+        for (Entry *e = order_.front(); e != nullptr; e = OrderQueue::next(e)) {
             ++inspected;
             if (e->tag >= 0) {
                 found = e;
@@ -107,6 +113,9 @@ Found AutoQueue<Posted>::take_message(int32_t source, int32_t tag, bool remove) 
     }
     if (found == nullptr) {
         return {nullptr, inspected};
+    }
+    if (indexed_) {
+        judge(found);
     }
     return remove ? take(auto_entry(found), inspected, fifo) : Found{found->handle, inspected};
 }
@@ -118,7 +127,7 @@ void AutoQueue<Posted>::build_wild_index() {
     }
     accounted([&] {
         wild_index_ = true;
-        arrivals_.for_each([&](Entry &e) { place_message(auto_entry(&e)); });
+        order_.for_each([&](Entry &e) { place_message(auto_entry(&e)); });
     });
 }
 
@@ -138,18 +147,18 @@ Found AutoQueue<Posted>::take(AutoEntry *e, uint32_t inspected, PeerQueue *fifo)
     if (size_ <= sh_.list_at) {
         to_list();
         reindex_at_ = sh_.index_at;
+        learn();
     }
     return {handle, inspected};
 }
 
 template <bool Posted>
 void AutoQueue<Posted>::unplace(AutoEntry *e, PeerQueue *fifo) {
-    if constexpr (Posted) {
-        if (e->block != nullptr) {
-            blocks_.remove(static_cast<Block *>(e->block), e->slot);
-        }
-    } else {
-        arrivals_.remove(e);
+    if (Posted && e->block != nullptr) {
+        blocks_.remove(static_cast<Block *>(e->block), e->slot);
+    }
+    if (ordered()) {
+        order_.remove(e);
     }
     if (keyed(e->source, e->tag)) {
         keys_.remove(fifo != nullptr ? *fifo : *keys_.find(e->source, e->tag), static_cast<Entry *>(e));
@@ -162,14 +171,13 @@ void AutoQueue<Posted>::unplace(AutoEntry *e, PeerQueue *fifo) {
 
 template <bool Posted>
 void AutoQueue<Posted>::place(AutoEntry *e) {
-    // Messages go to the arrival FIFO and the index; receives to one: keyed
-    // ones to the index, (ANY_SOURCE, ANY_TAG) ones to blocks.
-    if constexpr (Posted) {
-        if (!keyed(e->source, e->tag)) {
-            blocks_.push_back(e);
-        }
-    } else {
-        arrivals_.push_back(e);
+    // Messages to the arrival FIFO, receives to it while learn() needs it;
+    // keyed elements to the index, receives with both wildcards to blocks.
+    if (Posted && !keyed(e->source, e->tag)) {
+        blocks_.push_back(e);
+    }
+    if (ordered()) {
+        order_.push_back(e);
     }
     if (keyed(e->source, e->tag)) {
         keys_.insert(e->source, e->tag).push_back(e);
@@ -224,6 +232,18 @@ bool AutoQueue<Posted>::cancel(int32_t source, int32_t tag, void *request) {
     return true;
 }
 
+// The verdict on an index whose queue has drained (index_rent -1): one that
+// saved its searches fewer compares than kIndexWorth times its length did
+// not pay for its building and unbuilding, so the next cycle waits for deep
+// searches of twice the rent before indexing (from 4, up to 64 lengths); one
+// that saved more is built at once next time.
+template <bool Posted>
+void AutoQueue<Posted>::learn() {
+    if (sh_.learns()) {
+        rent_ = paid_off() ? 0 : std::min<size_t>(rent_ == 0 ? 4 : 2 * rent_, kMaxRent);
+    }
+}
+
 template <bool Posted>
 void AutoQueue<Posted>::to_index() {
     const size_t need = KeyIndex::bytes_for(size_) * (Posted ? 1 : 3) + (Posted ? blocks_bytes_for<Block>(size_) : 0);
@@ -232,6 +252,9 @@ void AutoQueue<Posted>::to_index() {
         reindex_at_ = 2 * size_;
         return;
     }
+    span_ = list_.back()->seq - list_.front()->seq + 1;
+    passed_ = 0;
+    tracking_ = sh_.learns();
     accounted([&] {
         while (Entry *e = list_.front()) {
             list_.remove(e);
@@ -245,14 +268,11 @@ void AutoQueue<Posted>::to_index() {
 template <bool Posted>
 void AutoQueue<Posted>::to_list() {
     std::vector<Entry *> all;
-    all.reserve(size_);
-    blocks_.for_each([&](const Block &b, unsigned i) { all.push_back(static_cast<Entry *>(b.handle[i])); });
-    arrivals_.for_each([&](Entry &e) { all.push_back(&e); });
-    if constexpr (Posted) {
+    if (!ordered()) {
         // Keyed receives are only in the index; merge them with the blocks' by posting order.
-        keys_.for_each([&](const PeerQueue &fifo) {
-            fifo.for_each([&](Entry &e) { all.push_back(&e); });
-        });
+        all.reserve(size_);
+        blocks_.for_each([&](const Block &b, unsigned i) { all.push_back(static_cast<Entry *>(b.handle[i])); });
+        keys_.for_each([&](const PeerQueue &fifo) { fifo.for_each([&](Entry &e) { all.push_back(&e); }); });
         std::sort(all.begin(), all.end(), [](const Entry *a, const Entry *b) { return a->seq < b->seq; });
     }
     accounted([&] {
@@ -261,15 +281,20 @@ void AutoQueue<Posted>::to_list() {
         by_src_.clear();
         blocks_.clear();
     });
-    arrivals_ = OrderQueue{};
+    const auto relist = [&](Entry &e) { // list_ threads another link than order_'s
+        auto_entry(&e)->block = nullptr;
+        list_.push_back(&e);
+    };
+    order_.for_each(relist); // empty unless ordered()
+    for (Entry *e : all) {
+        relist(*e);
+    }
+    order_ = OrderQueue{};
     wild_index_ = false;
     any_source_ = 0;
     any_tag_ = 0;
-    for (Entry *e : all) {
-        auto_entry(e)->block = nullptr;
-        list_.push_back(e);
-    }
     indexed_ = false;
+    tracking_ = false;
     scanned_ = 0;
     ++sh_.reshapes;
 }
@@ -281,11 +306,12 @@ void AutoQueue<Posted>::visit(bool posted, const std::function<void(bool, const 
         return;
     }
     const auto report = [&](const Entry &e) { f(posted, QueuedElement{e.seq, e.handle, e.source, e.tag}); };
-    blocks_.for_each([&](const Block &b, unsigned i) { report(*static_cast<const Entry *>(b.handle[i])); });
-    arrivals_.for_each(report);
-    if constexpr (Posted) {
-        keys_.for_each([&](const PeerQueue &fifo) { fifo.for_each(report); });
+    if (ordered()) {
+        order_.for_each(report);
+        return;
     }
+    blocks_.for_each([&](const Block &b, unsigned i) { report(*static_cast<const Entry *>(b.handle[i])); });
+    keys_.for_each([&](const PeerQueue &fifo) { fifo.for_each(report); });
 }
 
 template class AutoQueue<true>;

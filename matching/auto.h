@@ -7,7 +7,9 @@
 //    the head, nothing beats a head check. When a search has to compare
 //    index_at elements the queue is indexed, and when it falls to list_at
 //    elements it is a list again; the gap between the two keeps a queue from
-//    changing form at every operation.
+//    changing form at every operation. A queue that drains also learns
+//    whether its index paid off, and waits longer before the next when it
+//    did not (index_rent, learn()).
 //  - Indexed posted receives: every receive with at most one wildcard in a
 //    hash index of per-key FIFOs (key_index.h), keyed (source, tag),
 //    (ANY_SOURCE, tag) or (source, ANY_TAG); only (ANY_SOURCE, ANY_TAG)
@@ -195,6 +197,8 @@ struct AutoShared {
     AutoPool pool;
 
     bool index_fits(size_t more) const { return index_bytes + more <= max_index_bytes; }
+    bool learns() const { return index_rent == kLearnRent; }
+    static constexpr size_t kLearnRent = SIZE_MAX; // index_rent -1: each queue learns its rent
 };
 
 // Receives or messages (Side) of one part. The list form is `list_`; the
@@ -205,7 +209,8 @@ class AutoQueue {
     using Block = AutoRecvBlock;
 
 public:
-    explicit AutoQueue(AutoShared &sh) : sh_(sh), blocks_(sh.compact_threshold), reindex_at_(sh.index_at) {}
+    explicit AutoQueue(AutoShared &sh)
+        : sh_(sh), blocks_(sh.compact_threshold), reindex_at_(sh.index_at), rent_(sh.learns() ? 0 : sh.index_rent) {}
     ~AutoQueue() { sh_.index_bytes -= index_bytes(); }
     AutoQueue(const AutoQueue &) = delete;
     AutoQueue &operator=(const AutoQueue &) = delete;
@@ -335,7 +340,7 @@ private:
     void maybe_index(uint32_t inspected) {
         if (inspected >= sh_.index_at && size_ >= reindex_at_) {
             scanned_ += inspected;
-            if (scanned_ >= sh_.index_rent * size_) {
+            if (scanned_ >= rent_ * size_) {
                 to_index();
             }
         }
@@ -358,9 +363,37 @@ private:
     TagIndex by_tag_;    // unexpected only
     SourceIndex by_src_; // unexpected only
     BlockList<Block> blocks_; // posted only
-    OrderQueue arrivals_;     // unexpected only
+    OrderQueue order_;        // indexed: messages in arrival order (receives: ordered())
     size_t reindex_at_; // a list of this many elements is indexed (grows when memory denied it)
     size_t scanned_ = 0; // elements the list's deep searches compared since it was last short
+    // What learn() judges an index by (index_rent -1). passed_: for each
+    // element a search of the indexed queue found past the oldest, their
+    // distance in posting (arrival) order, summed: about what a list would
+    // have compared, in units of the sequence numbers' spread over the queue
+    // when it was indexed (span_). Counted only until the index has paid off
+    // (tracking_); receives keep the posting order in order_ only until then,
+    // as its links cost a deep queue's every operation.
+    static constexpr uint64_t kIndexWorth = 16;
+    static constexpr size_t kMaxRent = 64;
+    size_t rent_; // index_rent, or what this queue learnt
+    uint64_t passed_ = 0;
+    uint64_t span_ = 1;
+    bool tracking_ = false;
+    bool ordered() const { return !Posted || tracking_; } // order_ holds every indexed element
+    bool paid_off() const { return passed_ >= kIndexWorth * span_; }
+    void judge(const Entry *found) {
+        if (!tracking_) {
+            return;
+        }
+        passed_ += found->seq - order_.front()->seq;
+        if (paid_off()) { // proven for this life
+            tracking_ = false;
+            if constexpr (Posted) {
+                order_ = OrderQueue{};
+            }
+        }
+    }
+    void learn();
     bool wild_index_ = false; // unexpected, indexed: by_tag_ and by_src_ are kept
     void build_wild_index();
     // Posted, indexed: keyed receives with ANY_SOURCE, with ANY_TAG (their keys are probed only then).

@@ -53,6 +53,7 @@ public:
     bool empty() const { return head_ == nullptr; }
     size_t size() const { return size_; }
     Entry *front() const { return head_; }
+    Entry *back() const { return tail_; }
     static Entry *next(const Entry *e) { return (e->*L).next; }
 
     void push_back(Entry *e) {

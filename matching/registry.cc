@@ -72,7 +72,7 @@ const std::vector<Backend> &table() {
          const int64_t index_at = checked("index_at", p.index_at, 2, int64_t{1} << 20);
          checked("list_at", p.list_at, 0, index_at - 1);
          checked("max_index_bytes", p.max_index_bytes, 0, int64_t{1} << 40);
-         checked("index_rent", p.index_rent, 0, int64_t{1} << 20);
+         checked("index_rent", p.index_rent, -1, int64_t{1} << 20); // -1: learnt per queue
          return std::make_unique<AutoEngine>(n, simd::simd_params(p), p);
      }},
     {"pnp", "partner/non-partner queues for all elements (Ghazimirsaeed et al.)",
@@ -164,7 +164,7 @@ um_params_t default_params() {
     p.index_at = 8; // depths 8-31 indexed: at 16, 1.24-1.40x the rate 32 gave (docs/message-path.md round 17)
     p.list_at = 4;
     p.max_index_bytes = int64_t{64} << 20;
-    p.index_rent = 0; // docs/traces.md, "Building the index later": which is better depends on the job
+    p.index_rent = -1; // each queue learns it (docs/traces.md, "Learning when to index")
     return p;
 }
 

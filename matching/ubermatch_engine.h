@@ -175,8 +175,9 @@ typedef struct um_params {
     int64_t timer_cutoff_ns;
     /* auto: a list is indexed only once its searches of index_at compares or more have
      * compared index_rent times its length since it was last list_at long, 0 .. 1048576
-     * (default 0: at the first such search). Higher keeps a queue that fills and drains
-     * with few deep searches between from building an index each time. */
+     * (0: at the first such search); higher keeps a queue that fills and drains with few
+     * deep searches between from building an index each time. -1 (default): each queue
+     * learns it: 0 while its indices pay off, rising from 4 to 64 while they do not. */
     int64_t index_rent;
 } um_params_t;
 

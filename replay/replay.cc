@@ -470,7 +470,7 @@ struct Sweep {
 };
 const std::vector<Sweep> kSweeps = {
     {"auto", "index_at", &um_params_t::index_at, {4, 32, 256}},
-    {"auto", "index_rent", &um_params_t::index_rent, {4, 16}},
+    {"auto", "index_rent", &um_params_t::index_rent, {0, 4, 16}},
     {"pnp", "theta", &um_params_t::theta, {10, 100, 1000}},
     {"col", "k_c", &um_params_t::k_c, {2, 8, 32}},
 };

@@ -84,7 +84,7 @@ check "replay through every backend exits 0" test $rc -eq 0
 check "the table ranks all 13 backends" test "$(grep -cE "^[0-9]+ +[a-z0-9+]+ +default +0 " "$tmp/replay.txt")" -eq 13
 check "recommended --mca line" grep -q "^recommended: mpirun --mca pml ubermatch --mca pml_ubermatch_backend " "$tmp/replay.txt"
 check "sweeps of auto, pnp and col" grep -qE "index_at=4 .*|theta=10 .*|k_c=2 " "$tmp/replay.txt"
-for kv in index_at=4 index_at=256 index_rent=4 index_rent=16; do
+for kv in index_at=4 index_at=256 index_rent=0 index_rent=4 index_rent=16; do
     check "auto's sweep point $kv makes the recorded matches" grep -qE "^[0-9]+ +auto +$kv +0 " "$tmp/replay.txt"
 done
 

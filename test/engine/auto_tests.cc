@@ -121,6 +121,80 @@ TEST_CASE("auto: index_rent indexes a list once its deep searches compared that 
     }
 }
 
+// index_rent -1 (the default): a queue learns from its last cycle whether its
+// index paid off. One that served only its oldest element (fds: messages
+// taken at the head once a receive has passed them all) waits for a rent of
+// 4 lengths next time; one whose searches found elements deep in it (taken
+// in reverse order here) is indexed at once again. Both sides of the engine.
+TEST_CASE("auto: a queue learns its rent from whether its last index paid off", "[auto]") {
+    constexpr int kDepth = 64;
+    for (const bool posted : {false, true}) {
+        for (const bool reverse : {false, true}) {
+            INFO((posted ? "posted" : "unexpected") << (reverse ? ", taken newest first" : ", taken at the head"));
+            Auto a; // default_params(): index_rent -1
+            // queue: what sits in the queue; take: the other side's element.
+            const auto queue = [&](int32_t tag, uintptr_t id) {
+                return posted ? a.post(1, tag, id) : a.arrive(1, tag, id);
+            };
+            const auto take = [&](int32_t tag, uintptr_t id) {
+                return posted ? a.arrive(1, tag, id) : a.post(1, tag, id);
+            };
+            uint64_t reshapes = 0;
+            for (int step = 0; step < 3; ++step) {
+                INFO("step " << step);
+                for (int i = 0; i < kDepth; ++i) {
+                    CHECK(queue(i, 100 + i).handle == nullptr);
+                }
+                // Two searches that pass the whole queue: fewer than 4 lengths compared.
+                for (int k = 0; k < 2; ++k) {
+                    take(1000 + k, 900 + k);
+                }
+                // Indexed at the first deep search in step 0, and in every step
+                // while the index pays off; in none after an index served only heads.
+                const bool indexed = step == 0 || reverse;
+                CHECK(a.stats().indexed == (indexed ? 1 : 0));
+                for (int i = 0; i < kDepth; ++i) {
+                    const int tag = reverse ? kDepth - 1 - i : i;
+                    CHECK(take(tag, 1).handle == h(100 + static_cast<uintptr_t>(tag)));
+                }
+                CHECK(a.stats().indexed == 0);
+                reshapes += indexed ? 2 : 0;
+                CHECK(a.stats().reshapes == reshapes);
+                for (int k = 0; k < 2; ++k) { // the passing searches' elements leave
+                    CHECK(queue(1000 + k, 1).handle == h(900 + static_cast<uintptr_t>(k)));
+                }
+            }
+        }
+    }
+}
+
+// A posted queue stops keeping its posting order once its index has paid
+// off; going back to a list then sorts by posting order, and the list
+// matches in it, wildcards included.
+TEST_CASE("auto: a learnt index that stopped tracking goes back to a list in posting order", "[auto]") {
+    Auto a;
+    constexpr int kDepth = 64;
+    for (int i = 0; i < kDepth; ++i) {
+        a.post(1, i, 100 + static_cast<uintptr_t>(i));
+    }
+    a.post(UM_ANY_SOURCE, 5000, 7000); // behind them: both match (1, 5000)
+    a.post(1, 5000, 7001);
+    for (int i = kDepth - 1; i >= 8; --i) { // newest first: far past the oldest, paid off
+        CHECK(a.arrive(1, i, 1).handle == h(100 + static_cast<uintptr_t>(i)));
+    }
+    CHECK(a.stats().indexed == 1);
+    a.post(UM_ANY_SOURCE, UM_ANY_TAG, 7002); // into the index after tracking stopped
+    for (int i = 0; i < 7; ++i) { // down to list_at (4): a list again
+        CHECK(a.arrive(1, i, 1).handle == h(100 + static_cast<uintptr_t>(i)));
+    }
+    CHECK(a.stats().indexed == 0);
+    CHECK(a.arrive(1, 5000, 1).handle == h(7000)); // posting order kept
+    CHECK(a.arrive(1, 5000, 1).handle == h(7001));
+    CHECK(a.arrive(2, 77, 1).handle == h(7002));
+    CHECK(a.arrive(1, 7, 1).handle == h(107));
+    CHECK(a.stats().posted_len == 0);
+}
+
 TEST_CASE("auto: an exact arrival behind a deep indexed queue compares one element", "[auto]") {
     Auto a;
     for (int i = 0; i < 4096; ++i) {
@@ -266,8 +340,8 @@ TEST_CASE("auto: parameters out of range name the valid range", "[auto]") {
     p.max_index_bytes = -1;
     CHECK(error_of(p).find("parameter max_index_bytes = -1 is out of range") == 0);
     p = default_params();
-    p.index_rent = -1;
-    CHECK(error_of(p) == "parameter index_rent = -1 is out of range; valid values are 0 .. 1048576");
+    p.index_rent = -2;
+    CHECK(error_of(p) == "parameter index_rent = -2 is out of range; valid values are -1 .. 1048576");
     p = default_params();
     p.kernel = "sse9";
     CHECK(error_of(p).find("auto, avx512, avx2, scalar") != std::string::npos);

@@ -256,11 +256,14 @@ std::vector<Variant> variants() {
     }
     // auto: changing form at almost every operation, and under a memory bound
     // so tight that queues keep falling back to lists.
-    um_params_t eager = default_params();
+    um_params_t eager = default_params(); // index_rent -1: each queue learns when to index
     eager.kernel = simd::best(simd::cpu_features()).name;
     eager.index_at = 2;
     eager.list_at = 1;
     out.push_back({"auto", "auto,index_at=2,list_at=1", eager});
+    um_params_t at_once = eager; // indexed at the first deep search
+    at_once.index_rent = 0;
+    out.push_back({"auto", "auto,index_at=2,list_at=1,index_rent=0", at_once});
     um_params_t tight = eager;
     tight.index_at = 4;
     tight.list_at = 2;

@@ -157,8 +157,9 @@ static int mca_pml_ubermatch_component_register(void)
     cfg->index_rent = (int) defaults.index_rent;
     (void) register_var("index_rent", "auto engine: a queue is indexed only once its searches of "
                         "index_at compares or more have compared index_rent times its length since "
-                        "it was last list_at long (0 .. 1048576; 0: at the first such search). "
-                        "ubermatch-replay's sweep says whether a job gains from it",
+                        "it was last list_at long (0 .. 1048576; 0: at the first such search; "
+                        "-1: each queue learns it from whether its last index paid off). "
+                        "ubermatch-replay's sweep says whether a job gains from a fixed one",
                         MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &cfg->index_rent);
     cfg->max_index_bytes = (size_t) defaults.max_index_bytes;
     (void) register_var("max_index_bytes", "auto engine: bytes the indices of one communicator "
