@@ -71,9 +71,7 @@ Found AutoQueue<Posted>::search_recv(int32_t source, int32_t tag) {
     if (found == nullptr) {
         return {nullptr, inspected};
     }
-    if (indexed_) {
-        judge(found);
-    }
+    judge(found);
     return take(auto_entry(found), inspected, fifo);
 }
 
@@ -114,9 +112,7 @@ Found AutoQueue<Posted>::take_message(int32_t source, int32_t tag, bool remove) 
     if (found == nullptr) {
         return {nullptr, inspected};
     }
-    if (indexed_) {
-        judge(found);
-    }
+    judge(found);
     return remove ? take(auto_entry(found), inspected, fifo) : Found{found->handle, inspected};
 }
 

@@ -382,7 +382,7 @@ private:
     bool ordered() const { return !Posted || tracking_; } // order_ holds every indexed element
     bool paid_off() const { return passed_ >= kIndexWorth * span_; }
     void judge(const Entry *found) {
-        if (!tracking_) {
+        if (!tracking_) { // a list, or an index already judged
             return;
         }
         passed_ += found->seq - order_.front()->seq;
