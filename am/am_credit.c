@@ -3,11 +3,15 @@
  * in its exclusive system buffer, plus the bytes the window's hint
  * am_user_buf_<rank> guarantees; beyond that it reserves space in the target's
  * attached user buffers with a handshake (a round trip) before the AM goes.
- * Reservations are returned at the epoch's synchronization; under an exclusive
- * lock the origin reserves every free byte once (when its system buffer is first
- * full: AMs that fit it need no message, and Open MPI's lock is not ours to
- * piggyback on) and, with am_buf_interleave_am_detach = false, keeps it across
- * flushes. */
+ * In a shared epoch (the paper's base) such a reservation is for the AMs it
+ * was made for: the target takes it back once it has run them, so that an
+ * origin waiting elsewhere (in a barrier before its unlock) never holds space
+ * another origin needs; kept until the epoch's end, it hung such programs
+ * (test_am.c, "shared"). Under an exclusive lock the origin reserves every
+ * free byte once (when its system buffer is first full: AMs that fit it need
+ * no message, and Open MPI's lock is not ours to piggyback on), gives it back
+ * at the epoch's end and, unless am_buf_interleave_am_detach = false, at
+ * each flush. */
 #include "am_internal.h"
 #include <limits.h>
 #include <stdlib.h>
@@ -44,7 +48,6 @@ static grant_msg handshake(am_win *w, int target, int kind, long long bytes)
     PMPI_Irecv(&g, (int)sizeof g, MPI_BYTE, target, TAG_GRANT, w->comm, &req);
     PMPI_Send(&r, (int)sizeof r, MPI_BYTE, target, TAG_RSV, w->comm);
     am_wait(1, &req);
-    w->granted[target] += g.granted;
     w->handshakes++;
     w->sync_seconds += PMPI_Wtime() - t0;
     return g;
@@ -55,25 +58,39 @@ static long long room(const am_win *w, int t)
     return SYSTEM_BUF_BYTES + w->hint[t] + w->granted[t] - w->staged[t];
 }
 
-/* Makes room for an AM's staging bytes at t: reserve user-buffer space (the
- * paper's base: a round trip before the AM goes), and once the target has none
- * left for us, or under an exclusive lock that holds all of it, wait for AMs in
- * flight to give theirs back. */
-int am_credit_acquire(am_win *w, int t, long long bytes)
+/* Makes room for a pipeline unit's staging bytes at t. In a shared epoch: the
+ * space its answered AMs give back, else a reservation for this unit alone
+ * (*user: its bytes, which travel with the unit's batch), waiting for AMs in
+ * flight, ours or other origins', while the user buffers are full. Under an
+ * exclusive lock: every free byte of the user buffers once, then its own AMs
+ * in flight. */
+int am_credit_acquire(am_win *w, int t, long long bytes, long long *user)
 {
+    *user = 0;
     while (room(w, t) < bytes) {
+        if (!w->excl[t] && w->head[t] && am_retire_answered(w, t)) continue;
         if (!w->holds_all[t]) {
-            grant_msg g = handshake(w, t, w->excl[t] ? RESERVE_ALL : RESERVE, bytes - room(w, t));
+            const long long need = bytes - (room(w, t) > 0 ? room(w, t) : 0);
+            grant_msg g = handshake(w, t, w->excl[t] ? RESERVE_ALL : RESERVE, need);
+            if (w->excl[t]) { /* kept (and given back at the synchronization) even if this unit is refused */
+                w->granted[t] += g.granted;
+                w->holds_all[t] = 1;
+            }
+            /* too large for every buffer: a shared reservation is then never granted */
             if (bytes > SYSTEM_BUF_BYTES + w->hint[t] + g.total) return MPI_ERR_BUFFER;
-            if (w->excl[t] || !g.granted) w->holds_all[t] = 1;
-            continue;
+            if (w->excl[t]) continue;
+            if (g.granted) {
+                *user = need;
+                bytes -= need;
+                break;
+            }
         }
         if (w->open[t] || w->head[t]) {
             am_send_open(w, t);
             am_retire_oldest(w, t);
             continue;
         }
-        w->holds_all[t] = 0; /* nothing in flight: other origins may have released space */
+        w->holds_all[t] = 0; /* nothing in flight: other origins may have given space back */
         am_idle();
     }
     w->staged[t] += bytes;

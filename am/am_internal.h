@@ -23,7 +23,10 @@ enum { KIND_AM = 0, KIND_AMV = 1 };
 /* Wire: a batch is a batch_hdr, then per AM an am_hdr and its input bytes.
  * Every part is padded to 8 bytes so that handlers see aligned segments. */
 #define AM_PAD(n) (((size_t)(n) + 7u) & ~(size_t)7u)
-typedef struct { int nams, fence, resp_tag, pad; } batch_hdr;
+/* user: bytes of the target's user buffers reserved for this batch alone (a
+ * shared epoch's reservations, am_credit.c), given back by the target once it
+ * has run the batch. */
+typedef struct { int nams, fence, resp_tag, pad; long long user; } batch_hdr;
 typedef struct {
     int op, nseg;
     int in_type, out_type, p_type;  /* index in the predefined-type table, 0 = MPI_BYTE */
@@ -42,7 +45,7 @@ typedef struct {           /* an AM whose output is still to come */
     int *counts;           /* MPIX_Amv: the origin's output_segment_counts */
     int kind, nseg, out_bytes, out_count, packed_type;
     MPI_Datatype out_type; /* used when packed_type < 0: a derived type, unpacked */
-    long long staged;      /* staging bytes at the target, given back when it completes */
+    long long staged;      /* its staging bytes in the origin's own space at the target, given back when it completes */
 } am_slot;
 
 typedef struct am_batch {
@@ -51,6 +54,7 @@ typedef struct am_batch {
     size_t send_len, send_cap, resp_len, resp_cap;
     am_slot *slot;
     int n, slot_cap, target, fence;
+    long long user;     /* the batch_hdr's user: reserved for this batch's AMs alone */
     int posted;         /* 1: req[1] receives the response; 0: taken at arrival (am_take_answer) */
     int answered;       /* taken: 1 copied into resp, -1 left to matching (rendezvous); set with release */
     struct am_batch *next;
@@ -197,7 +201,8 @@ int am_complete(am_win *w, int target);  /* MPI_ANY_SOURCE: every target */
 void am_send_open(am_win *w, int target);
 void am_batches_free(am_win *w);
 void am_retire_oldest(am_win *w, int target);
-int am_credit_acquire(am_win *w, int target, long long bytes);
+int am_retire_answered(am_win *w, int target); /* those whose responses are here; no wait */
+int am_credit_acquire(am_win *w, int target, long long bytes, long long *user);
 void am_credit_return(am_win *w, int target, long long bytes);
 void am_credit_sync(am_win *w, int target, int epoch_ends);
 void am_credit_lock(am_win *w, int target, int exclusive);

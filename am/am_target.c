@@ -164,6 +164,7 @@ static void serve_batch(am_win *w, int source, const char *msg)
             run_amv(&h, pers, in, &t->buf, &t->cap, &len);
         }
     }
+    w->user_reserved -= bh.user; /* reserved for this batch alone (am_credit.c) */
     PMPI_Isend(t->buf, (int)len, MPI_BYTE, source, bh.resp_tag, w->comm, &t->req);
     t->next = w->tx;
     w->tx = t;

@@ -118,6 +118,7 @@ static am_batch *batch_new(am_win *w, int target)
     b->next = NULL;
     b->n = 0;
     b->resp_len = 0;
+    b->user = 0;
     b->target = target;
     b->fence = !w->access[target];
     b->send_len = sizeof(batch_hdr);
@@ -147,7 +148,7 @@ void am_send_open(am_win *w, int target)
     /* taken at arrival where pml/ubermatch offers it: no receive to post, no match */
     b->posted = !w->taken;
     b->answered = 0;
-    batch_hdr bh = { b->n, b->fence, b->posted ? TAG_RESP : TAG_ANSWER, 0 };
+    batch_hdr bh = { b->n, b->fence, b->posted ? TAG_RESP : TAG_ANSWER, 0, b->user };
     memcpy(b->send, &bh, sizeof bh);
     b->resp = am_grow(b->resp, &b->resp_cap, b->resp_len, 1);
     if (b->posted) PMPI_Irecv(b->resp, (int)b->resp_len, MPI_BYTE, target, TAG_RESP, w->comm, &b->req[1]);
@@ -236,6 +237,22 @@ void am_retire_oldest(am_win *w, int target)
     batch_recycle(w, b);
 }
 
+/* Retires the oldest batches to target whose responses are here, without
+ * waiting; returns how many. */
+int am_retire_answered(am_win *w, int target)
+{
+    int n = 0;
+    am_drain(w);
+    for (am_batch *b; (b = w->head[target]); n++) {
+        int here = 0;
+        if (b->posted) PMPI_Test(&b->req[1], &here, MPI_STATUS_IGNORE);
+        else here = __atomic_load_n(&b->answered, __ATOMIC_ACQUIRE) > 0;
+        if (!here) break;
+        am_retire_oldest(w, target);
+    }
+    return n;
+}
+
 int am_complete(am_win *w, int target)
 {
     int lo = target == MPI_ANY_SOURCE ? 0 : target, hi = target == MPI_ANY_SOURCE ? w->size : target + 1;
@@ -270,7 +287,8 @@ int am_complete(am_win *w, int target)
 /* Appends one pipeline unit (h->nseg segments) to the target's open batch; it,
  * ot: in_type's and out_type's am_type_index. */
 static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_count, MPI_Datatype in_type, int it,
-                  void *out, int out_count, MPI_Datatype out_type, int ot, int *counts, int target, long long staged)
+                  void *out, int out_count, MPI_Datatype out_type, int ot, int *counts, int target, long long staged,
+                  long long user)
 {
     size_t in_total = (size_t)h->in_bytes * (size_t)h->nseg, out_total = (size_t)h->out_bytes * (size_t)h->nseg;
     size_t need = sizeof *h + AM_PAD(in_total), resp_need = sizeof(am_resp) + AM_PAD(out_total);
@@ -282,6 +300,7 @@ static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_c
     while (w->inflight[target] >= MAX_INFLIGHT) am_retire_oldest(w, target); /* flow control */
     if (!w->open[target]) w->open[target] = batch_new(w, target);
     b = w->open[target];
+    b->user += user;
     b->send = am_grow(b->send, &b->send_cap, b->send_len + need, 1);
     memcpy(b->send + b->send_len, h, sizeof *h);
     char *dst = b->send + b->send_len + sizeof *h;
@@ -354,12 +373,17 @@ static int issue_on(am_win *w, int kind, const void *in, int in_count, MPI_Datat
     unit = unit < 1 ? 1 : unit > nseg ? nseg : unit;
     for (int s0 = 0; s0 < nseg && rc == MPI_SUCCESS; s0 += unit) {
         h.nseg = nseg - s0 < unit ? nseg - s0 : unit;
-        rc = am_credit_acquire(w, target, (long long)(seg_stage * (size_t)h.nseg));
+        const long long stage = (long long)(seg_stage * (size_t)h.nseg);
+        long long user;
+        rc = am_credit_acquire(w, target, stage, &user);
         if (rc == MPI_SUCCESS)
             queue(w, &h, kind, (const char *)in + (size_t)s0 * (size_t)h.in_bytes, in_count, in_type, it,
                   (char *)out + (size_t)s0 * (size_t)h.out_bytes, out_count, out_type, ot, counts ? counts + s0 : NULL,
-                  target, (long long)(seg_stage * (size_t)h.nseg));
+                  target, stage - user, user);
     }
+    /* space reserved for these AMs alone goes now: waiting in the open batch
+     * while the application is elsewhere, it could hold up another origin */
+    if (w->open[target] && w->open[target]->user) am_send_open(w, target);
     if (rc == MPI_ERR_BUFFER) {
         snprintf(msg, sizeof msg, "%s: a segment of %zu bytes (input + output) is larger than the system buffer "
                  "(%d) and every user buffer at rank %d (attach one with MPIX_Am_win_buffer_attach)", fn, seg_stage,

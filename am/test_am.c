@@ -341,6 +341,37 @@ static void reservations(int *mem, MPIX_Am_op op_touch)
     MPI_Win_free(&wi);
 }
 
+/* Shared epochs share the target's user buffers (the paper's base): origin 1
+ * fills rank 0's 64 KiB with segments of 9000 B, then waits in a barrier before
+ * its unlock; origin 2's one segment of 10000 B needs 1808 B of them before that
+ * barrier. A reservation is the AMs' it was made for and goes back when they
+ * have run: kept until origin 1's unlock, it hung here. */
+static void shared_space(int *mem, MPIX_Am_op op_touch)
+{
+    static char ub[65536], out[16 * 9000];
+    MPI_Win w;
+    MPI_Win_create(mem, 64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+    if (rank == 0) MPIX_Am_win_buffer_attach(ub, sizeof ub, w);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1 || rank == 2) {
+        const int seg = rank == 1 ? 9000 : 10000, nseg = rank == 1 ? 16 : 1;
+        if (rank == 2) MPI_Recv(NULL, 0, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        memset(out, 0, sizeof out);
+        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, w);
+        int rc = MPIX_Am(NULL, 0, MPI_BYTE, out, seg, MPI_BYTE, nseg, 0, 0, 0, MPI_BYTE, op_touch, w);
+        CHECK(rc == MPI_SUCCESS, "shared user buffers: MPIX_Am returned %d", rc);
+        if (rank == 1) MPI_Send(NULL, 0, MPI_BYTE, 2, 0, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_unlock(0, w);
+        CHECK(out[0] == 7 && out[seg * nseg - 1] == 7, "shared user buffers: output not written");
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) MPIX_Am_win_buffer_detach(ub, w);
+    MPI_Win_free(&w);
+}
+
 /* One AM of two ints to target at disp (absval adds 2 at the persistent location). */
 static int am2(MPI_Win win, MPIX_Am_op op_abs, int target, MPI_Aint disp, int pcount)
 {
@@ -634,6 +665,7 @@ int main(int argc, char **argv)
     amv(mem, win, op_search);
     progress(win, op_abs);
     reservations(mem, op_touch);
+    if (size >= 3) shared_space(mem, op_touch);
     handler_error(win, op_abs, op_fails);
     flush_local(win, op_abs);
     proc_null(win, op_abs);
