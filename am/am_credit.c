@@ -7,7 +7,7 @@
  * was made for: the target takes it back once it has run them, so that an
  * origin waiting elsewhere (in a barrier before its unlock) never holds space
  * another origin needs; kept until the epoch's end, it hung such programs
- * (test_am.c, "shared"). Under an exclusive lock the origin reserves every
+ * (test_am.c, shared_space). Under an exclusive lock the origin reserves every
  * free byte once (when its system buffer is first full: AMs that fit it need
  * no message, and Open MPI's lock is not ours to piggyback on), gives it back
  * at the epoch's end and, unless am_buf_interleave_am_detach = false, at
