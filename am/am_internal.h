@@ -32,7 +32,7 @@ typedef struct {
     int in_type, out_type, p_type;  /* index in the predefined-type table, 0 = MPI_BYTE */
     int in_count, out_count, pcount; /* per segment (in/out), elements of that type */
     int in_bytes, out_bytes;         /* per segment */
-    float pack_threshold;            /* MPIX_Amv: pack when generated share <= this */
+    float pack_threshold;            /* MPIX_Amv: pack when generated share < this (1.0: always) */
     MPI_Aint disp;
 } am_hdr;
 /* The response to a batch, per AM: am_resp; unless an error: MPIX_Am: the output

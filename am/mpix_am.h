@@ -3,7 +3,7 @@
  * complete at the closing fence, MPI_Win_unlock(_all), MPI_Win_flush(_all),
  * MPI_Win_flush_local(_all) (the output in place) or MPI_Win_complete.  Window
  * info key "am_pack_threshold" (default 0.8): MPIX_Amv packs its output when the
- * generated share is at most this, else sends it whole.  Under
+ * generated share is below this (1.0: always), else sends it whole.  Under
  * MPI_THREAD_MULTIPLE any thread may call these; calls on one window run one
  * at a time, and handlers run one at a time per process, in any thread that
  * progresses: a handler must not rely on the thread it runs in. */

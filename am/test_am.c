@@ -174,6 +174,50 @@ static void many(MPI_Win win, MPIX_Am_op op_abs)
     CHECK(mem[0] - before == 4 * NMANY, "target ran %d elements, expected %d", mem[0] - before, 4 * NMANY);
 }
 
+/* MPIX_Amv handler generating half of each segment's maximum, and writing a
+ * marker past it: sent whole, the marker reaches the origin; packed, it does not. */
+static int half(const void *in, int ic, MPI_Datatype it, void *out, int oc, MPI_Datatype ot, int *counts,
+                int nseg, void *pers, int pc, MPI_Datatype pt)
+{
+    (void)in; (void)ic; (void)it; (void)ot; (void)pers; (void)pc; (void)pt;
+    for (int s = 0; s < nseg; s++) {
+        memset((char *)out + (size_t)s * (size_t)oc, 1, (size_t)oc / 2);
+        memset((char *)out + (size_t)s * (size_t)oc + oc / 2, 0x33, (size_t)(oc - oc / 2));
+        counts[s] = oc / 2;
+    }
+    return MPI_SUCCESS;
+}
+
+/* am_pack_threshold is a bound from below, as the paper's: a share of exactly
+ * the threshold is sent whole, one under it packed. */
+static void amv_threshold(int *mem)
+{
+    static const char *th[2] = { "0.5", "0.51" };
+    MPIX_Am_op op;
+    MPIX_Amv_op_create(half, &op);
+    for (int k = 0; k < 2; k++) {
+        MPI_Info info;
+        MPI_Win w;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "am_pack_threshold", th[k]);
+        MPI_Win_create(mem, 64, 1, info, MPI_COMM_WORLD, &w);
+        MPI_Info_free(&info);
+        char in[2] = { 0 }, out[2][KEY];
+        int counts[2], t = (rank + 1) % size;
+        memset(out, 0x5a, sizeof out);
+        MPI_Win_lock(MPI_LOCK_SHARED, t, 0, w);
+        MPIX_Amv(in, 1, MPI_CHAR, out, KEY, MPI_CHAR, counts, 2, t, 0, 0, MPI_CHAR, op, w);
+        MPI_Win_unlock(t, w);
+        for (int s = 0; s < 2; s++) {
+            CHECK(counts[s] == KEY / 2 && out[s][0] == 1 && out[s][KEY / 2 - 1] == 1, "threshold %s: segment %d "
+                  "count %d", th[k], s, counts[s]);
+            CHECK(out[s][KEY - 1] == (k ? 0x5a : 0x33), "threshold %s: a share of 0.5 was %s", th[k],
+                  k ? "sent whole (not packed under 0.51)" : "packed (at the threshold it goes whole)");
+        }
+        MPI_Win_free(&w);
+    }
+}
+
 /* MPIX_Amv: remote search with a data-dependent answer per segment, under
  * lock/flush (default threshold 0.8), PSCW (threshold 1.0: always packed) and
  * threshold 0 (sent whole); bad input. */
@@ -663,6 +707,7 @@ int main(int argc, char **argv)
     fig3(win, op_touch);
     many(win, op_abs);
     amv(mem, win, op_search);
+    amv_threshold(mem);
     progress(win, op_abs);
     reservations(mem, op_touch);
     if (size >= 3) shared_space(mem, op_touch);
