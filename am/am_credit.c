@@ -47,6 +47,10 @@ static grant_msg handshake(am_win *w, int target, int kind, long long bytes)
     MPI_Request req;
     PMPI_Irecv(&g, (int)sizeof g, MPI_BYTE, target, TAG_GRANT, w->comm, &req);
     PMPI_Send(&r, (int)sizeof r, MPI_BYTE, target, TAG_RSV, w->comm);
+    /* the exclusive lock's one reservation, as the paper's sent ahead of its
+     * AMs: the batch it would otherwise hold back goes behind it, and the target
+     * runs that while the answer travels */
+    if (kind == RESERVE_ALL) am_send_open(w, target);
     am_wait(1, &req);
     w->handshakes++;
     w->sync_seconds += PMPI_Wtime() - t0;
