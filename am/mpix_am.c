@@ -188,11 +188,14 @@ static size_t unpack_one(am_win *w, const am_slot *s, const char *p)
         if (full) memcpy(s->out, p + off, full);
         return off + AM_PAD(full);
     }
-    size_t elem = (size_t)s->out_bytes / (size_t)(s->out_count ? s->out_count : 1), used = 0;
-    for (int g = 0; g < s->nseg; g++) {
-        size_t n = (size_t)s->counts[g] * elem;
-        if (n) memcpy((char *)s->out + (size_t)g * (size_t)s->out_bytes, p + off + used, n);
-        used += n;
+    size_t elem = (size_t)s->out_bytes / (size_t)(s->out_count ? s->out_count : 1), used = 0, at = 0, run = 0;
+    for (int g = 0; g < s->nseg; g++) { /* whole segments and the one after them: one copy, as the target moved them */
+        run += (size_t)s->counts[g] * elem;
+        if (s->counts[g] == s->out_count && g + 1 < s->nseg) continue;
+        if (run) memcpy((char *)s->out + at, p + off + used, run);
+        used += run;
+        at = (size_t)(g + 1) * (size_t)s->out_bytes;
+        run = 0;
     }
     return off + AM_PAD(used);
 }
