@@ -46,6 +46,7 @@ typedef struct {           /* an AM whose output is still to come */
     int kind, nseg, out_bytes, out_count, packed_type;
     MPI_Datatype out_type; /* used when packed_type < 0: a derived type, unpacked */
     long long staged;      /* its staging bytes in the origin's own space at the target, given back when it completes */
+    int delivered;         /* its output was copied out at arrival (am_take_answer) */
 } am_slot;
 
 typedef struct am_batch {
@@ -54,6 +55,7 @@ typedef struct am_batch {
     size_t send_len, send_cap, resp_len, resp_cap;
     am_slot *slot;
     int n, slot_cap, target, fence;
+    int amv;            /* it holds an MPIX_Amv (whose output may come packed) */
     long long user;     /* the batch_hdr's user: reserved for this batch's AMs alone */
     int posted;         /* 1: req[1] receives the response; 0: taken at arrival (am_take_answer) */
     int answered;       /* taken: 1 copied into resp, -1 left to matching (rendezvous); set with release */

@@ -117,6 +117,7 @@ static am_batch *batch_new(am_win *w, int target)
     }
     b->next = NULL;
     b->n = 0;
+    b->amv = 0;
     b->resp_len = 0;
     b->user = 0;
     b->target = target;
@@ -166,13 +167,21 @@ static void record_error(am_win *w, int err)
     if (w->error == MPI_SUCCESS) w->error = err;
 }
 
+/* The bytes one AM's response r takes unless its output came packed. */
+static size_t resp_whole(const am_slot *s, const am_resp *r)
+{
+    if (r->status != MPI_SUCCESS) return sizeof *r;
+    size_t n = sizeof *r + AM_PAD((size_t)s->out_bytes * (size_t)s->nseg);
+    return s->kind == KIND_AM ? n : n + AM_PAD(sizeof(int) * (size_t)s->nseg);
+}
+
 /* Copies one AM's output out of a response; returns the bytes it took. */
 static size_t unpack_one(am_win *w, const am_slot *s, const char *p)
 {
     am_resp r;
     memcpy(&r, p, sizeof r);
     size_t off = sizeof r, full = (size_t)s->out_bytes * (size_t)s->nseg;
-    if (r.status != MPI_SUCCESS) { record_error(w, r.status); return off; }
+    if (r.status != MPI_SUCCESS) { record_error(w, r.status); return resp_whole(s, &r); }
     if (s->kind == KIND_AM) {
         if (s->packed_type >= 0) {
             if (full) memcpy(s->out, p + off, full);
@@ -180,13 +189,13 @@ static size_t unpack_one(am_win *w, const am_slot *s, const char *p)
             int pos = 0;
             PMPI_Unpack(p + off, (int)full, &pos, s->out, s->out_count * s->nseg, s->out_type, w->comm);
         }
-        return off + AM_PAD(full);
+        return resp_whole(s, &r);
     }
     memcpy(s->counts, p + off, sizeof(int) * (size_t)s->nseg);
     off += AM_PAD(sizeof(int) * (size_t)s->nseg);
     if (!r.packed) {
         if (full) memcpy(s->out, p + off, full);
-        return off + AM_PAD(full);
+        return resp_whole(s, &r);
     }
     size_t elem = (size_t)s->out_bytes / (size_t)(s->out_count ? s->out_count : 1), used = 0, at = 0, run = 0;
     for (int g = 0; g < s->nseg; g++) { /* whole segments and the one after them: one copy, as the target moved them */
@@ -214,7 +223,31 @@ int am_take_answer(am_win *w, int source, const void *data, size_t len)
         return 0;
     }
     b->resp = am_grow(b->resp, &b->resp_cap, len, 1);
-    memcpy(b->resp, data, len);
+    if (!b->amv) {
+        memcpy(b->resp, data, len);
+    } else {
+        /* A packed MPIX_Amv output is many short pieces: read once, from here,
+         * they cost less than a copy of the response first (a pass over all of
+         * it); the rest is kept, in runs, for am_retire_oldest. Only data of
+         * these outputs is written (no MPI: packed outputs are of predefined types). */
+        const char *p = data, *keep = data;
+        size_t kept = 0;
+        for (int i = 0; i < b->n; i++) {
+            am_slot *s = &b->slot[i];
+            am_resp r;
+            memcpy(&r, p, sizeof r);
+            if (s->kind != KIND_AMV || r.status != MPI_SUCCESS || !r.packed) {
+                p += resp_whole(s, &r);
+                continue;
+            }
+            memcpy(b->resp + kept, keep, (size_t)(p - keep));
+            kept += (size_t)(p - keep);
+            p += unpack_one(w, s, p);
+            s->delivered = 1;
+            keep = p;
+        }
+        memcpy(b->resp + kept, keep, (size_t)(p - keep));
+    }
     __atomic_store_n(&b->answered, 1, __ATOMIC_RELEASE); /* read without the lock: am_wait_answer */
     return 1;
 }
@@ -231,7 +264,7 @@ void am_retire_oldest(am_win *w, int target)
     am_wait(2, b->req);
     const char *p = b->resp;
     for (int i = 0; i < b->n; i++) {
-        p += unpack_one(w, &b->slot[i], p);
+        if (!b->slot[i].delivered) p += unpack_one(w, &b->slot[i], p);
         am_credit_return(w, target, b->slot[i].staged);
     }
     w->head[target] = b->next;
@@ -319,7 +352,8 @@ static void queue(am_win *w, const am_hdr *h, int kind, const void *in, int in_c
         b->slot = am_grow(b->slot, &cap, (size_t)b->n + 1, sizeof *b->slot);
         b->slot_cap = (int)cap;
     }
-    b->slot[b->n++] = (am_slot){ out, counts, kind, h->nseg, h->out_bytes, out_count, ot, out_type, staged };
+    b->slot[b->n++] = (am_slot){ out, counts, kind, h->nseg, h->out_bytes, out_count, ot, out_type, staged, 0 };
+    b->amv |= kind == KIND_AMV;
     b->resp_len += resp_need;
     if (b->send_len >= BATCH_BYTES || b->resp_len >= BATCH_BYTES || b->n == BATCH_AMS) am_send_open(w, target);
 }

@@ -218,6 +218,54 @@ static void amv_threshold(int *mem)
     }
 }
 
+/* MPIX_Amv handler filling every segment whole (2s). */
+static int fill(const void *in, int ic, MPI_Datatype it, void *out, int oc, MPI_Datatype ot, int *counts,
+                int nseg, void *pers, int pc, MPI_Datatype pt)
+{
+    (void)in; (void)ic; (void)it; (void)ot; (void)pers; (void)pc; (void)pt;
+    memset(out, 2, (size_t)oc * (size_t)nseg);
+    for (int s = 0; s < nseg; s++) counts[s] = oc;
+    return MPI_SUCCESS;
+}
+
+/* MPIX_Am, packed and whole MPIX_Amv outputs in one batch (the origin takes a
+ * packed output at arrival and keeps the others): every output where it belongs. */
+static void amv_mixed(int *mem, MPIX_Am_op op_touch)
+{
+    MPIX_Am_op op_half, op_fill;
+    MPIX_Amv_op_create(half, &op_half);
+    MPIX_Amv_op_create(fill, &op_fill);
+    MPI_Win w;
+    MPI_Win_create(mem, 64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+    char in[3] = { 0 }, am[2][3][KEY], packed[2][3][KEY], whole[2][KEY];
+    int pc[2][3], wc[2], t = (rank + 1) % size;
+    memset(am, 0x5a, sizeof am);
+    memset(packed, 0x5a, sizeof packed);
+    memset(whole, 0x5a, sizeof whole);
+    MPI_Win_lock(MPI_LOCK_SHARED, t, 0, w);
+    for (int k = 0; k < 2; k++) {
+        MPIX_Am(in, 1, MPI_CHAR, am[k], KEY, MPI_CHAR, 3, t, 0, 0, MPI_CHAR, op_touch, w);
+        MPIX_Amv(in, 1, MPI_CHAR, packed[k], KEY, MPI_CHAR, pc[k], 3, t, 0, 0, MPI_CHAR, op_half, w);
+        if (!k) MPIX_Amv(in, 1, MPI_CHAR, whole, KEY, MPI_CHAR, wc, 2, t, 0, 0, MPI_CHAR, op_fill, w);
+    }
+    MPI_Win_unlock(t, w);
+    for (int k = 0; k < 2; k++)
+        for (int s = 0; s < 3; s++) {
+            for (int b = 0; b < KEY; b++)
+                CHECK(am[k][s][b] == 7, "mixed batch: MPIX_Am %d segment %d byte %d is %d", k, s, b, am[k][s][b]);
+            CHECK(pc[k][s] == KEY / 2, "mixed batch: packed MPIX_Amv %d segment %d count %d", k, s, pc[k][s]);
+            for (int b = 0; b < KEY; b++)
+                CHECK(packed[k][s][b] == (b < KEY / 2 ? 1 : 0x5a), "mixed batch: packed MPIX_Amv %d segment %d "
+                      "byte %d is %d", k, s, b, packed[k][s][b]);
+        }
+    for (int s = 0; s < 2; s++) {
+        CHECK(wc[s] == KEY, "mixed batch: whole MPIX_Amv segment %d count %d", s, wc[s]);
+        for (int b = 0; b < KEY; b++)
+            CHECK(whole[s][b] == 2, "mixed batch: whole MPIX_Amv segment %d byte %d is %d", s, b, whole[s][b]);
+    }
+    MPI_Win_free(&w);
+}
+
 /* MPIX_Amv: remote search with a data-dependent answer per segment, under
  * lock/flush (default threshold 0.8), PSCW (threshold 1.0: always packed) and
  * threshold 0 (sent whole); bad input. */
@@ -708,6 +756,7 @@ int main(int argc, char **argv)
     many(win, op_abs);
     amv(mem, win, op_search);
     amv_threshold(mem);
+    amv_mixed(mem, op_touch);
     progress(win, op_abs);
     reservations(mem, op_touch);
     if (size >= 3) shared_space(mem, op_touch);

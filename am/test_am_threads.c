@@ -1,7 +1,8 @@
 /* Active messages under MPI_THREAD_MULTIPLE, self-checking: every AM runs
  * exactly once at its target (the targets' counters are the sums of what was
  * sent), its output is in place when the call that completes it returns, and
- * no epoch of one thread waits for another's.
+ * no epoch of one thread waits for another's. Every other AM is an MPIX_Amv
+ * whose output comes packed (taken out at arrival, between MPIX_Am outputs).
  *   1. a window per thread, made concurrently; each thread runs lock_all /
  *      flush / unlock_all and fence epochs on its own, AMs to every rank;
  *   2. one window shared by every thread inside one lock_all epoch: AMs and
@@ -20,7 +21,7 @@
 
 enum { MAXT = 16, MAXR = 16, ROUNDS = 20, PER = 40, SEG = 4 };
 static int rank, size, nthreads = 3;
-static MPIX_Am_op op_add;
+static MPIX_Am_op op_add, op_add_half;
 static MPI_Comm comms[MAXT];
 static MPI_Win shared_win;
 static long long *shared_mem;
@@ -35,6 +36,23 @@ static int add(const void *in, int ic, MPI_Datatype it, void *out, int oc, MPI_D
     for (int i = 0; i < ic; i++) {
         *counter += a[i];
         b[i] = 2 * a[i];
+    }
+    return MPI_SUCCESS;
+}
+
+/* The same as an MPIX_Amv handler generating the first half of the output:
+ * under the default am_pack_threshold (0.8) it comes packed. */
+static int add_half(const void *in, int ic, MPI_Datatype it, void *out, int oc, MPI_Datatype ot, int *counts,
+                    int nseg, void *pers, int pc, MPI_Datatype pt)
+{
+    (void)it; (void)ot; (void)pc; (void)pt;
+    long long *counter = pers;
+    for (int s = 0; s < nseg; s++) {
+        const long long *a = (const long long *)in + (size_t)s * (size_t)ic;
+        long long *b = (long long *)out + (size_t)s * (size_t)oc;
+        for (int i = 0; i < ic; i++) *counter += a[i];
+        for (int i = 0; i < oc / 2 && i < ic; i++) b[i] = 2 * a[i];
+        counts[s] = oc / 2;
     }
     return MPI_SUCCESS;
 }
@@ -59,16 +77,23 @@ static long long expected(int t, int target, int rounds, int per)
 
 /* The AMs' input and output of one thread's round: the output is written when
  * the AM completes, at a flush or at the fence after send_round returned. */
-typedef struct { long long in[MAXR][PER][SEG], out[MAXR][PER][SEG]; } round_buf;
+typedef struct { long long in[MAXR][PER][SEG], out[MAXR][PER][SEG]; int counts[MAXR][PER]; } round_buf;
 
-/* Every AM of the round to every target wrote 2 * its input. */
+/* Every AM of the round to every target wrote 2 * its input: an MPIX_Am (even
+ * k) every element, an MPIX_Amv (odd k) the first half, packed, the rest left. */
 static void check_round(const round_buf *buf, int t, int r, int per, const char *when)
 {
     for (int target = 0; target < size; target++)
-        for (int k = 0; k < per; k++)
-            for (int i = 0; i < SEG; i++)
-                CHECK(buf->out[target][k][i] == 2 * buf->in[target][k][i], "thread %d round %d: AM %d to %d output "
-                      "%lld, not %lld, %s", t, r, k, target, buf->out[target][k][i], 2 * buf->in[target][k][i], when);
+        for (int k = 0; k < per; k++) {
+            const int n = k % 2 ? SEG / 2 : SEG;
+            CHECK(k % 2 == 0 || buf->counts[target][k] == n, "thread %d round %d: MPIX_Amv %d to %d count %d, %s", t,
+                  r, k, target, buf->counts[target][k], when);
+            for (int i = 0; i < SEG; i++) {
+                const long long want = i < n ? 2 * buf->in[target][k][i] : 0;
+                CHECK(buf->out[target][k][i] == want, "thread %d round %d: AM %d to %d output %lld, not %lld, %s", t,
+                      r, k, target, buf->out[target][k][i], want, when);
+            }
+        }
 }
 
 /* per AMs of round r to every rank through buf; with flush, each target's
@@ -83,8 +108,10 @@ static void send_round(MPI_Win win, int t, int r, int per, int flush, round_buf 
                 in[k][i] = value(rank, t, r, k, target, i);
                 out[k][i] = 0;
             }
-            int rc = MPIX_Am(in[k], SEG, MPI_LONG_LONG, out[k], SEG, MPI_LONG_LONG, 1, target, 0, 1,
-                             MPI_LONG_LONG, op_add, win);
+            int rc = k % 2 ? MPIX_Amv(in[k], SEG, MPI_LONG_LONG, out[k], SEG, MPI_LONG_LONG,
+                                      &buf->counts[target][k], 1, target, 0, 1, MPI_LONG_LONG, op_add_half, win)
+                           : MPIX_Am(in[k], SEG, MPI_LONG_LONG, out[k], SEG, MPI_LONG_LONG, 1, target, 0, 1,
+                                     MPI_LONG_LONG, op_add, win);
             CHECK(rc == MPI_SUCCESS, "thread %d: MPIX_Am to %d returned %d", t, target, rc);
         }
         if (flush) {
@@ -177,6 +204,7 @@ int main(int argc, char **argv)
     CHECK(nthreads >= 1 && nthreads <= MAXT, "THREADS must be 1 .. %d", MAXT);
     CHECK(size <= MAXR, "at most %d ranks", MAXR);
     MPIX_Am_op_create(add, &op_add);
+    MPIX_Amv_op_create(add_half, &op_add_half);
     for (int t = 0; t < nthreads; t++) MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]);
 
     double t0 = MPI_Wtime();
