@@ -27,6 +27,10 @@
 #include <string.h>
 
 enum { INTS = 16, SEQ = 20, MAXSEQ = 10, AMV_SEG = 16, USER_BUF = 4 << 20 };
+/* The window: the AM counter at byte 0, the RMA baseline's INTS ints from byte 4,
+ * the remote search's 64 sequences from byte DATA, apart from both (an
+ * accumulate into the first sequence made every search scan all 64). */
+enum { DATA = 128 };
 static int rank, size, target, origins;
 static double share = 1.0; /* amv: the share of the maximum output the handler generates */
 
@@ -183,7 +187,7 @@ static void am_segments(void *a)
     job *j = a;
     for (int i = 0; i < j->n; i++) {
         MPI_Win_lock(j->lock, target, 0, j->win);
-        MPIX_Am(seq_in, SEQ, MPI_CHAR, seq_out, SEQ, MPI_CHAR, j->nseg, target, 64, 64 * SEQ, MPI_CHAR, j->op,
+        MPIX_Am(seq_in, SEQ, MPI_CHAR, seq_out, SEQ, MPI_CHAR, j->nseg, target, DATA, 64 * SEQ, MPI_CHAR, j->op,
                 j->win);
         MPI_Win_unlock(target, j->win);
     }
@@ -194,10 +198,10 @@ static void am_flush2(void *a)
     job *j = a;
     for (int i = 0; i < j->n; i++) {
         MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, j->win);
-        MPIX_Am(seq_in, SEQ, MPI_CHAR, seq_out, SEQ, MPI_CHAR, j->nseg, target, 64, 64 * SEQ, MPI_CHAR, j->op,
+        MPIX_Am(seq_in, SEQ, MPI_CHAR, seq_out, SEQ, MPI_CHAR, j->nseg, target, DATA, 64 * SEQ, MPI_CHAR, j->op,
                 j->win);
         MPI_Win_flush(target, j->win);
-        MPIX_Am(seq_in, SEQ, MPI_CHAR, seq_out, SEQ, MPI_CHAR, j->nseg, target, 64, 64 * SEQ, MPI_CHAR, j->op,
+        MPIX_Am(seq_in, SEQ, MPI_CHAR, seq_out, SEQ, MPI_CHAR, j->nseg, target, DATA, 64 * SEQ, MPI_CHAR, j->op,
                 j->win);
         MPI_Win_unlock(target, j->win);
     }
@@ -237,10 +241,10 @@ static void amv_rate(void *a)
     MPI_Win_lock(MPI_LOCK_SHARED, target, 0, j->win);
     for (int i = 0; i < j->n; i++)
         if (j->kind)
-            MPIX_Amv(seq_in, SEQ, MPI_CHAR, seq_out, MAXSEQ * SEQ, MPI_CHAR, counts, AMV_SEG, target, 64, 64 * SEQ,
+            MPIX_Amv(seq_in, SEQ, MPI_CHAR, seq_out, MAXSEQ * SEQ, MPI_CHAR, counts, AMV_SEG, target, DATA, 64 * SEQ,
                      MPI_CHAR, j->op, j->win);
         else
-            MPIX_Am(seq_in, SEQ, MPI_CHAR, seq_out, MAXSEQ * SEQ, MPI_CHAR, AMV_SEG, target, 64, 64 * SEQ,
+            MPIX_Am(seq_in, SEQ, MPI_CHAR, seq_out, MAXSEQ * SEQ, MPI_CHAR, AMV_SEG, target, DATA, 64 * SEQ,
                     MPI_CHAR, j->op, j->win);
     MPI_Win_unlock(target, j->win);
 }
@@ -264,9 +268,9 @@ static MPI_Win window(const char *threshold, int hint, int no_interleave)
         MPI_Info_set(info, key, val);
     }
     if (hint || no_interleave) MPI_Info_set(info, "am_buf_interleave_am_detach", "false");
-    MPI_Win_allocate(64 + 64 * SEQ, 1, info, MPI_COMM_WORLD, &mem, &w);
+    MPI_Win_allocate(DATA + 64 * SEQ, 1, info, MPI_COMM_WORLD, &mem, &w);
     MPI_Info_free(&info);
-    for (int i = 0; i < 64 * SEQ; i++) mem[64 + i] = (char)('a' + i % 26);
+    for (int i = 0; i < 64 * SEQ; i++) mem[DATA + i] = (char)('a' + i % 26);
     if (rank == target) {
         user_bufs[nuser] = malloc(USER_BUF);
         MPIX_Am_win_buffer_attach(user_bufs[nuser++], USER_BUF, w);
