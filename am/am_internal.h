@@ -40,6 +40,14 @@ typedef struct {
  * counted elements only) or whole (every segment at its fixed offset). */
 typedef struct { int status, packed; } am_resp;
 
+/* A packed MPIX_Amv output, as the target packs and the origin unpacks it, in
+ * runs of segments whose all but last are whole (contiguous both at their fixed
+ * offsets and packed, so moved or copied at once): whether segment g ends one. */
+static inline int am_run_ends(const int *counts, int g, int nseg, int out_count)
+{
+    return counts[g] != out_count || g + 1 == nseg;
+}
+
 typedef struct {           /* an AM whose output is still to come */
     void *out;
     int *counts;           /* MPIX_Amv: the origin's output_segment_counts */

@@ -111,12 +111,11 @@ static void run_amv(const am_hdr *h, void *pers, const char *in, char **resp, si
                    (float)((double)generated / (double)full) < h->pack_threshold;
         if (r.packed) { /* each packed segment starts at or before its fixed offset: move in order */
             used = 0;
-            /* a run of segments whose all but last are whole lies contiguous at
-             * both ends: one move (none where nothing before it was short) */
+            /* a run at a time: one move (none where nothing before it was short) */
             size_t from = 0, run = 0;
             for (int s = 0; s < h->nseg; s++) {
                 run += (size_t)counts[s] * elem;
-                if (counts[s] == h->out_count && s + 1 < h->nseg) continue;
+                if (!am_run_ends(counts, s, h->nseg, h->out_count)) continue;
                 if (used != from && run) memmove(out + used, out + from, run);
                 used += run;
                 from = (size_t)(s + 1) * (size_t)h->out_bytes;

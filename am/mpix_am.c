@@ -198,9 +198,9 @@ static size_t unpack_one(am_win *w, const am_slot *s, const char *p)
         return resp_whole(s, &r);
     }
     size_t elem = (size_t)s->out_bytes / (size_t)(s->out_count ? s->out_count : 1), used = 0, at = 0, run = 0;
-    for (int g = 0; g < s->nseg; g++) { /* whole segments and the one after them: one copy, as the target moved them */
+    for (int g = 0; g < s->nseg; g++) { /* a run at a time: one copy, as the target moved it */
         run += (size_t)s->counts[g] * elem;
-        if (s->counts[g] == s->out_count && g + 1 < s->nseg) continue;
+        if (!am_run_ends(s->counts, g, s->nseg, s->out_count)) continue;
         if (run) memcpy((char *)s->out + at, p + off + used, run);
         used += run;
         at = (size_t)(g + 1) * (size_t)s->out_bytes;
