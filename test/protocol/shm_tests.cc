@@ -31,7 +31,7 @@ struct Sent {
 // of the record begins, the stamp a record starting there one lap later
 // would carry. Were a stamp ever read from old payload instead of a record
 // header, a record would seem to arrive early, and its check would fail.
-std::vector<unsigned char> poisoned(size_t n, uint64_t start, std::mt19937_64 &rng) {
+std::vector<unsigned char> poisoned(size_t n, uint64_t start, std::mt19937_64 &rng, uint64_t cells = kCells) {
     std::vector<unsigned char> p(n);
     for (auto &b : p) {
         b = static_cast<unsigned char>(rng());
@@ -41,7 +41,7 @@ std::vector<unsigned char> poisoned(size_t n, uint64_t start, std::mt19937_64 &r
         if (at + 8 > n) {
             break;
         }
-        const uint64_t stamp = start + j + kCells + 1;
+        const uint64_t stamp = start + j + cells + 1;
         std::memcpy(&p[at], &stamp, 8);
     }
     return p;
@@ -112,6 +112,47 @@ TEST_CASE("ring: records of every size arrive whole and in order over many laps,
     CHECK(rx.poll(64, check) == 0);
     CHECK(refused > 0); // the full ring was exercised
     CHECK(left > 0);
+}
+
+TEST_CASE("ring: a long record's payload cells are each cleared before a record of a later lap is read there",
+          "[shm]") {
+    // A record over cells 40..239 spans four words of the sender's map of
+    // payload cells (a part, two whole, a part); one lap later one-cell records
+    // pass over those cells, each read as soon as it is sent, so the receiver
+    // looks at every next cell while its old payload (the stamp a record there
+    // would carry) is still in it.
+    constexpr uint32_t cells = 1024;
+    std::string err;
+    shm::Sender tx(cells, err);
+    REQUIRE(err.empty());
+    shm::Receiver rx(tx.name(), err);
+    REQUIRE(err.empty());
+    std::mt19937_64 rng(7);
+    uint32_t seq = 0, expect = 0;
+    int phantom = 0;
+    auto take = [&](const shm::RecordHeader &r, const void *) {
+        phantom += r.seq != expect;
+        ++expect;
+        return true;
+    };
+    auto send = [&](size_t n, const void *data) {
+        const WireHeader h{7, 1, 0, seq++, 0, 0, 0, 0};
+        REQUIRE(tx.push(h, data, n));
+        CHECK(rx.poll(64, take) == 1);
+    };
+    const unsigned char byte = 1;
+    for (int c = 0; c < 40; ++c) {
+        send(1, &byte);
+    }
+    const size_t n = 200 * shm::kCell - sizeof(shm::RecordHeader);
+    REQUIRE(shm::cells_for(n) == 200);
+    const auto payload = poisoned(n, 40, rng, cells);
+    send(n, payload.data());
+    for (uint64_t head = 240; head < 2 * cells; ++head) {
+        send(1, &byte);
+    }
+    CHECK(phantom == 0);
+    CHECK(expect == seq);
 }
 
 TEST_CASE("ring: a full ring refuses, and takes again once the receiver has read", "[shm]") {
