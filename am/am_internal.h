@@ -17,7 +17,7 @@ enum { SYSTEM_BUF_BYTES = 8192 }; /* the paper's 8 KB per peer */
  * way) or AMs; at most MAX_INFLIGHT batches per target wait for their response.
  * 8000 B keeps a batch within pml/ubermatch's shared-memory rings (8 KiB records):
  * 32 KiB batches went through UCX and gave 8x fewer 16-segment AMs per second. */
-enum { BATCH_BYTES = 8000, BATCH_AMS = 512, MAX_INFLIGHT = 16 };
+enum { BATCH_BYTES = 8000, BATCH_AMS = 512, MAX_INFLIGHT = 16, TX_UNTESTED = 8 };
 enum { KIND_AM = 0, KIND_AMV = 1 };
 
 /* Wire: a batch is a batch_hdr, then per AM an am_hdr and its input bytes.
@@ -109,6 +109,7 @@ typedef struct am_win {
     am_batch *spare;              /* retired batches, buffers kept for reuse */
     int *inflight;
     am_tx *tx, *tx_free;          /* responses in flight, spare response buffers */
+    int ntx;                      /* responses in flight (tx) */
     char *rx;
     size_t rx_cap;
     int error;                    /* first error reported back by a target */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); MPI_Abort(MPI_COMM_WORLD, 1); } } while (0)
@@ -433,6 +434,37 @@ static void reservations(int *mem, MPIX_Am_op op_touch)
     MPI_Win_free(&wi);
 }
 
+/* Responses held at their target: rank 0 fills the 16 batches it may have in
+ * flight (48 AMs of 2000 B in and out, room by the am_user_buf hint), then
+ * sleeps (no MPI call) while rank 1 serves them. Where answers go by rendezvous
+ * (the suite of UCX rendezvous messages; ob1 over CMA), they are read from rank
+ * 1's buffers when rank 0 wakes: none may be reused before its send completes. */
+static void held_responses(int *mem, MPIX_Am_op op_abs)
+{
+    enum { N = 48, K = 500 };
+    static char user[1 << 18];
+    static int in[N][K], out[N][K];
+    MPI_Win w = hinted(mem, "am_user_buf_1", "262144");
+    if (rank == 1) MPIX_Am_win_buffer_attach(user, sizeof user, w);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, w);
+        for (int i = 0; i < N; i++) {
+            for (int j = 0; j < K; j++) in[i][j] = -(i * K + j);
+            int rc = MPIX_Am(in[i], K, MPI_INT, out[i], K, MPI_INT, 1, 1, 0, 1, MPI_INT, op_abs, w);
+            CHECK(rc == MPI_SUCCESS, "held responses: AM %d returned %d", i, rc);
+        }
+        usleep(50000);
+        MPI_Win_unlock(1, w);
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < K; j++)
+                CHECK(out[i][j] == i * K + j, "held responses: AM %d out[%d] = %d", i, j, out[i][j]);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) MPIX_Am_win_buffer_detach(user, w);
+    MPI_Win_free(&w);
+}
+
 /* Shared epochs share the target's user buffers (the paper's base): origin 1
  * fills rank 0's 64 KiB with segments of 9000 B, then waits in a barrier before
  * its unlock; origin 2's one segment of 10000 B needs 1808 B of them before that
@@ -759,6 +791,7 @@ int main(int argc, char **argv)
     amv_mixed(mem, op_touch);
     progress(win, op_abs);
     reservations(mem, op_touch);
+    held_responses(mem, op_abs);
     if (size >= 3) shared_space(mem, op_touch);
     handler_error(win, op_abs, op_fails);
     flush_local(win, op_abs);
