@@ -14,13 +14,15 @@
 # its run, both ranks together): the recording's cost follows that rate.
 #
 #   bash replay/trace-overhead.sh [BUILD_DIR] [--rounds R] [--backend B] [--compare DIR] [--wait-idle S]
-#                                 [--compare-mca "ARGS"] [--proxies "radix nbody miniamr fds"]
+#                                 [--compare-mca "ARGS"] [--proxies "radix nbody miniamr fds"] [--scale K]
 #
 # --compare DIR: also "other", the trace on with the components in DIR (e.g. an
 # older build's mca-components), in the same rounds. --compare-mca ARGS: also
 # "other", the trace on with these mpirun arguments added (e.g. "--mca
 # pml_ubermatch_trace_direct false"). --wait-idle S: before each
-# run, wait up to S seconds for the CPUs to be 90% idle.
+# run, wait up to S seconds for the CPUs to be 90% idle. --scale K: the
+# proxies' iterations times K (a whole number; longer runs, whose fixed costs
+# and run-to-run noise weigh less).
 #
 # With scripts/env.sh sourced the build's components run (else those installed
 # in Open MPI's directory; --compare needs env.sh). Each queue_bench point: --reps 5 --time 1, its mean
@@ -37,6 +39,7 @@ compare=
 compare_mca=
 wait_idle=0
 proxies=
+scale=1
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -45,11 +48,15 @@ while [ $# -gt 0 ]; do
     --compare-mca) compare_mca=$2; shift 2 ;;
     --wait-idle) wait_idle=$2; shift 2 ;;
     --proxies) proxies=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "trace-overhead.sh: unknown argument '$1' (valid: BUILD_DIR, --rounds R, --backend B, --compare DIR, --compare-mca ARGS, --wait-idle S, --proxies LIST)" >&2; exit 2 ;;
+    --scale) scale=$2; shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "trace-overhead.sh: unknown argument '$1' (valid: BUILD_DIR, --rounds R, --backend B, --compare DIR, --compare-mca ARGS, --wait-idle S, --proxies LIST, --scale K)" >&2; exit 2 ;;
     *) build=$1; shift ;;
     esac
 done
+case $scale in
+'' | *[!0-9]* | 0) echo "trace-overhead.sh: --scale '$scale' is not a whole number from 1" >&2; exit 2 ;;
+esac
 . bench/mpi/common.sh
 bench=$build/bench/mpi/queue_bench
 # The components: scripts/env.sh's path (the build's), else Open MPI's own
@@ -66,12 +73,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 shapes="posted unexpected"
 [ -n "$proxies" ] && shapes=$proxies
-proxy_args() { # the proxy's size: about 0.2-0.3 s at np 2 on this 2-core machine
+proxy_args() { # the proxy's size: about 0.2-0.3 s at np 2 on this 2-core machine (times --scale)
     case $1 in
-    radix) echo "--size 200000 --iters 20" ;;
-    nbody) echo "--size 1024 --iters 10" ;;
-    miniamr) echo "--size 16 --iters 2000" ;;
-    fds) echo "--size 64 --iters 5000" ;;
+    radix) echo "--size 200000 --iters $((20 * scale))" ;;
+    nbody) echo "--size 1024 --iters $((10 * scale))" ;;
+    miniamr) echo "--size 16 --iters $((2000 * scale))" ;;
+    fds) echo "--size 64 --iters $((5000 * scale))" ;;
     *) echo "trace-overhead.sh: unknown proxy '$1' (valid: radix nbody miniamr fds)" >&2; return 2 ;;
     esac
 }
