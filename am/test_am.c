@@ -607,6 +607,9 @@ static void ranges(MPI_Win win, MPIX_Am_op op_abs)
     CHECK(rc == MPI_ERR_RMA_RANGE, "AM with more persistent data than the window returned %d", rc);
     rc = MPIX_Am(big, 1 << 29, MPI_INT, big, 2, MPI_INT, 1, target, 0, 1, MPI_INT, op_abs, win);
     CHECK(rc == MPI_ERR_COUNT, "AM with a 2 GiB input segment returned %d", rc);
+    /* the persistent type the output's, not the input's: two ints from the last one reach past the end */
+    rc = MPIX_Am(big, 8, MPI_BYTE, big, 2, MPI_INT, 1, target, last, 2, MPI_INT, op_abs, win);
+    CHECK(rc == MPI_ERR_RMA_RANGE, "AM of two persistent ints from the window's last returned %d", rc);
     rc = am2(win, op_abs, target, last, 1);
     CHECK(rc == MPI_SUCCESS, "AM at the window's last int returned %d", rc);
     rc = MPI_Win_fence(0, win);
