@@ -328,7 +328,8 @@ private:
     // cell's start, clear when it wrote a stamp there (or nothing yet).
     bool held_payload(size_t cell) const { return (payload_[cell >> 6] >> (cell & 63)) & 1; }
     void mark_stamp(size_t cell) { payload_[cell >> 6] &= ~(uint64_t{1} << (cell & 63)); }
-    void mark_payload(size_t from, size_t to); // [from, to), from < to, within the ring; a record's own stamp cell is not in it
+    // [from, to), from < to, within the ring; a record's own stamp cell is not in it
+    void mark_payload(size_t from, size_t to);
     // The pad to the ring's end that a record of `need` cells from the head
     // takes first (no record wraps).
     size_t pad_for(size_t need) const {
