@@ -85,9 +85,40 @@ void am_tx_drain(am_win *w)
     }
 }
 
-/* Runs one MPIX_Amv: the handler sees every segment at its fixed offset and fills
- * the counts; the output is packed when the generated share is small enough. */
-static void run_amv(const am_hdr *h, void *pers, const char *in, char **resp, size_t *cap, size_t *len)
+/* Packs an output written at fixed offsets, in order (each packed segment
+ * starts at or before its fixed offset), a run at a time: one move, none where
+ * nothing before it was short. Returns the bytes it takes. */
+static size_t pack_in_place(const am_hdr *h, const int *counts, char *out, size_t elem)
+{
+    size_t used = 0, from = 0, run = 0;
+    for (int s = 0; s < h->nseg; s++) {
+        run += (size_t)counts[s] * elem;
+        if (!am_run_ends(counts, s, h->nseg, h->out_count)) continue;
+        if (used != from && run) memmove(out + used, out + from, run);
+        used += run;
+        from = (size_t)(s + 1) * (size_t)h->out_bytes;
+        run = 0;
+    }
+    return used;
+}
+
+/* Moves a packed output's segments out to their fixed offsets, the last first
+ * (each lies at or before its place): the inverse of pack_in_place. */
+static void unpack_in_place(const am_hdr *h, const int *counts, char *out, size_t elem, size_t used)
+{
+    for (int s = h->nseg - 1; s >= 0; s--) {
+        size_t n = (size_t)counts[s] * elem, to = (size_t)s * (size_t)h->out_bytes;
+        used -= n;
+        if (n && used != to) memmove(out + to, out + used, n);
+    }
+}
+
+/* Runs one MPIX_Amv: the output is packed when the generated share is small
+ * enough. Where the window's last MPIX_Amv packed, the handler runs once per
+ * segment (a unit the runtime may choose), each output written where packing
+ * puts it: no moves after a handler that just wrote it (those moves cost a
+ * tenth of such an AM); a guess that turns out wrong costs the moves back. */
+static void run_amv(am_win *w, const am_hdr *h, void *pers, const char *in, char **resp, size_t *cap, size_t *len)
 {
     size_t full = (size_t)h->out_bytes * (size_t)h->nseg, chead = AM_PAD(sizeof(int) * (size_t)h->nseg);
     *resp = am_grow(*resp, cap, *len + sizeof(am_resp) + chead + AM_PAD(full), 1);
@@ -96,10 +127,17 @@ static void run_amv(const am_hdr *h, void *pers, const char *in, char **resp, si
     char *out = base + sizeof(am_resp) + chead;
     memset(counts, 0, chead);
     MPIX_AMV_USER_FUNCTION *fn = (MPIX_AMV_USER_FUNCTION *)am_ops[h->op].fn;
-    am_resp r = { fn(in, h->in_count, am_type_of(h->in_type), out, h->out_count, am_type_of(h->out_type), counts,
-                     h->nseg, pers, h->pcount, am_type_of(h->p_type)), 0 };
+    const MPI_Datatype it = am_type_of(h->in_type), ot = am_type_of(h->out_type), pt = am_type_of(h->p_type);
     size_t elem = h->out_count ? (size_t)h->out_bytes / (size_t)h->out_count : 0, generated = 0;
+    const int in_place = w->amv_packed;
+    am_resp r = { MPI_SUCCESS, 0 };
+    if (!in_place)
+        r.status = fn(in, h->in_count, it, out, h->out_count, ot, counts, h->nseg, pers, h->pcount, pt);
     for (int s = 0; r.status == MPI_SUCCESS && s < h->nseg; s++) {
+        if (in_place)
+            r.status = fn(in + (size_t)s * (size_t)h->in_bytes, h->in_count, it, out + generated, h->out_count, ot,
+                          counts + s, 1, pers, h->pcount, pt);
+        if (r.status != MPI_SUCCESS) break;
         if (counts[s] < 0 || counts[s] > h->out_count) r.status = MPI_ERR_COUNT;
         else generated += (size_t)counts[s] * elem;
     }
@@ -110,19 +148,9 @@ static void run_amv(const am_hdr *h, void *pers, const char *in, char **resp, si
          * 1.0 packs always (the paper's AMV(1.0)) */
         r.packed = generated == 0 || h->pack_threshold >= 1.0f ||
                    (float)((double)generated / (double)full) < h->pack_threshold;
-        if (r.packed) { /* each packed segment starts at or before its fixed offset: move in order */
-            used = 0;
-            /* a run at a time: one move (none where nothing before it was short) */
-            size_t from = 0, run = 0;
-            for (int s = 0; s < h->nseg; s++) {
-                run += (size_t)counts[s] * elem;
-                if (!am_run_ends(counts, s, h->nseg, h->out_count)) continue;
-                if (used != from && run) memmove(out + used, out + from, run);
-                used += run;
-                from = (size_t)(s + 1) * (size_t)h->out_bytes;
-                run = 0;
-            }
-        }
+        w->amv_packed = r.packed;
+        if (r.packed) used = in_place ? generated : pack_in_place(h, counts, out, elem);
+        else if (in_place) unpack_in_place(h, counts, out, elem, generated);
     }
     memcpy(base, &r, sizeof r);
     *len += sizeof r + (r.status == MPI_SUCCESS ? chead + AM_PAD(used) : 0);
@@ -177,7 +205,7 @@ static void serve_batch(am_win *w, int source, const char *msg)
         } else if (kind == KIND_AM) {
             run_am(&h, pers, in, &t->buf, &t->cap, &len);
         } else {
-            run_amv(&h, pers, in, &t->buf, &t->cap, &len);
+            run_amv(w, &h, pers, in, &t->buf, &t->cap, &len);
         }
     }
     w->user_reserved -= bh.user; /* reserved for this batch alone (am_credit.c) */

@@ -10,7 +10,7 @@ libmpix_am_la_CFLAGS = $(UM_MPI_CFLAGS)
 libmpix_am_la_LIBADD = $(MPI_LIBS) -ldl
 
 noinst_PROGRAMS += mpix_am_test mpix_am_thread_test mpix_am_bench
-mpix_am_test_SOURCES = am/test_am.c
+mpix_am_test_SOURCES = am/test_am.c am/test_amv.c am/test_am.h
 mpix_am_test_CFLAGS = $(UM_MPI_CFLAGS)
 mpix_am_test_LDADD = libmpix_am.la $(MPI_LIBS)
 mpix_am_thread_test_SOURCES = am/test_am_threads.c

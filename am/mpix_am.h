@@ -22,7 +22,8 @@ typedef int MPIX_AM_USER_FUNCTION(const void *input, int input_count, MPI_Dataty
                                   MPI_Datatype persistent_type);
 
 /* Vector handler (MPIX_Amv): run at the target on a unit of num_segments
- * segments; the output of segment s starts at output + s * output_count
+ * segments (one segment or all of an AM's, as the runtime chooses, in order);
+ * the output of segment s starts at output + s * output_count
  * elements (fixed offsets), and the handler writes how many elements it
  * generated for segment s into output_segment_counts[s] (at most output_count). */
 typedef int MPIX_AMV_USER_FUNCTION(const void *input, int input_count, MPI_Datatype input_type,
@@ -48,7 +49,8 @@ int MPIX_Am(const void *origin_input_addr, int origin_input_segment_count,
 
 /* Like MPIX_Am, with an MPIX_Amv_op_create handler: output_segment_counts
  * (num_segments ints) receives the element count each output segment holds;
- * the origin output keeps fixed offsets (segment s at s * origin_output_segment_count). */
+ * the origin output keeps fixed offsets (segment s at s * origin_output_segment_count);
+ * past a segment's count its bytes are undefined (untouched where the output came packed). */
 int MPIX_Amv(const void *origin_input_addr, int origin_input_segment_count,
              MPI_Datatype origin_input_datatype, void *origin_output_addr,
              int origin_output_segment_count, MPI_Datatype origin_output_datatype,
