@@ -102,7 +102,7 @@ typedef struct am_win {
     int *win_unit;
     am_region *regions;
     float pack_threshold;
-    int amv_packed;               /* the last MPIX_Amv served here was packed (am_target.c) */
+    unsigned char amv_packed[MAX_OPS]; /* per handler: its last MPIX_Amv served here was packed (am_target.c) */
     void *buf[MAX_BUFS];
     int buf_size[MAX_BUFS], nbuf;
     am_batch **open;              /* per target: the batch being filled */

@@ -114,7 +114,7 @@ static void unpack_in_place(const am_hdr *h, const int *counts, char *out, size_
 }
 
 /* Runs one MPIX_Amv: the output is packed when the generated share is small
- * enough. Where the window's last MPIX_Amv packed, the handler runs once per
+ * enough. Where the handler's last MPIX_Amv on the window packed, it runs once per
  * segment (a unit the runtime may choose), each output written where packing
  * puts it: no moves after a handler that just wrote it (those moves cost a
  * tenth of such an AM); a guess that turns out wrong costs the moves back. */
@@ -129,7 +129,7 @@ static void run_amv(am_win *w, const am_hdr *h, void *pers, const char *in, char
     MPIX_AMV_USER_FUNCTION *fn = (MPIX_AMV_USER_FUNCTION *)am_ops[h->op].fn;
     const MPI_Datatype it = am_type_of(h->in_type), ot = am_type_of(h->out_type), pt = am_type_of(h->p_type);
     size_t elem = h->out_count ? (size_t)h->out_bytes / (size_t)h->out_count : 0, generated = 0;
-    const int in_place = w->amv_packed;
+    const int in_place = w->amv_packed[h->op];
     am_resp r = { MPI_SUCCESS, 0 };
     if (!in_place)
         r.status = fn(in, h->in_count, it, out, h->out_count, ot, counts, h->nseg, pers, h->pcount, pt);
@@ -148,7 +148,7 @@ static void run_amv(am_win *w, const am_hdr *h, void *pers, const char *in, char
          * 1.0 packs always (the paper's AMV(1.0)) */
         r.packed = generated == 0 || h->pack_threshold >= 1.0f ||
                    (float)((double)generated / (double)full) < h->pack_threshold;
-        w->amv_packed = r.packed;
+        w->amv_packed[h->op] = (unsigned char)r.packed;
         if (r.packed) used = in_place ? generated : pack_in_place(h, counts, out, elem);
         else if (in_place) unpack_in_place(h, counts, out, elem, generated);
     }

@@ -226,17 +226,22 @@ static int as_told(const void *in, int ic, MPI_Datatype it, void *out, int oc, M
     return MPI_SUCCESS;
 }
 
-/* A target runs an MPIX_Amv as its window's last one went (packed: a handler
- * call per segment, each output where packing puts it), and mends a wrong
- * guess: AMs packed and whole in turn, partial segments in each. */
+/* A target runs an MPIX_Amv as its handler's last one on the window went
+ * (packed: a handler call per segment, each output where packing puts it), and
+ * mends a wrong guess: AMs packed and whole in turn, partial segments in each.
+ * The guess is the handler's own: a second handler's whole AMs between packed
+ * ones run whole from the start (the bytes it wrote past each count arrive). */
 static void amv_guesses(int *mem)
 {
-    enum { NAM = 6, NS = 4 };
+    enum { NAM = 10, NS = 4 };
     static const unsigned char told[NAM][NS] = { /* the default threshold 0.8: packed below 52 of 64 bytes */
         { 16, 4, 0, 8 }, { 15, 16, 14, 15 }, { 3, 16, 5, 1 }, { 2, 9, 16, 0 }, { 16, 16, 16, 13 }, { 0, 0, 0, 0 },
+        { 14, 15, 16, 13 }, { 1, 2, 3, 4 }, { 15, 15, 15, 15 }, { 5, 0, 7, 0 },
     };
-    MPIX_Am_op op;
-    MPIX_Amv_op_create(as_told, &op);
+    static const int second[NAM] = { [6] = 1, [8] = 1 }; /* AMs of the second handler */
+    MPIX_Am_op op[2];
+    MPIX_Amv_op_create(as_told, &op[0]);
+    MPIX_Amv_op_create(as_told, &op[1]);
     MPI_Win w;
     MPI_Win_create(mem, 64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
     unsigned char in[NAM][NS][2];
@@ -249,7 +254,7 @@ static void amv_guesses(int *mem)
             in[k][s][0] = told[k][s];
             in[k][s][1] = (unsigned char)(10 * k + s + 1);
         }
-        MPIX_Amv(in[k], 2, MPI_CHAR, out[k], KEY, MPI_CHAR, counts[k], NS, t, 0, 0, MPI_CHAR, op, w);
+        MPIX_Amv(in[k], 2, MPI_CHAR, out[k], KEY, MPI_CHAR, counts[k], NS, t, 0, 0, MPI_CHAR, op[second[k]], w);
     }
     MPI_Win_unlock(t, w);
     for (int k = 0; k < NAM; k++) {
@@ -258,9 +263,11 @@ static void amv_guesses(int *mem)
         for (int s = 0; s < NS; s++) {
             CHECK(counts[k][s] == told[k][s], "AMV %d segment %d: count %d, expected %d", k, s, counts[k][s],
                   told[k][s]);
-            for (int b = 0; b < KEY; b++)
-                CHECK(b < told[k][s] ? out[k][s][b] == 10 * k + s + 1 : sum >= 52 || out[k][s][b] == 0x5a,
-                      "AMV %d (%s) segment %d byte %d is %d", k, sum < 52 ? "packed" : "whole", s, b, out[k][s][b]);
+            for (int b = 0; b < KEY; b++) {
+                const int v = out[k][s][b];
+                CHECK(b < told[k][s] ? v == 10 * k + s + 1 : sum < 52 ? v == 0x5a : !second[k] || v == 0x33,
+                      "AMV %d (%s) segment %d byte %d is %d", k, sum < 52 ? "packed" : "whole", s, b, v);
+            }
         }
     }
     MPI_Win_free(&w);
