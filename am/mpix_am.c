@@ -364,7 +364,7 @@ static int issue_on(am_win *w, int kind, const void *in, int in_count, MPI_Datat
                     int pcount, MPI_Datatype ptype, MPIX_Am_op op)
 {
     const char *fn = kind == KIND_AM ? "MPIX_Am" : "MPIX_Amv";
-    char msg[256];
+    char msg[320];
     if (target < 0 || target >= w->size) {
         snprintf(msg, sizeof msg, "%s: target rank %d out of range; valid ranks are 0 .. %d", fn, target,
                  w->size - 1);
@@ -424,9 +424,15 @@ static int issue_on(am_win *w, int kind, const void *in, int in_count, MPI_Datat
      * while the application is elsewhere, it could hold up another origin */
     if (w->open[target] && w->open[target]->user) am_send_open(w, target);
     if (rc == MPI_ERR_BUFFER) {
-        snprintf(msg, sizeof msg, "%s: a segment of %zu bytes (input + output) is larger than the system buffer "
-                 "(%d) and every user buffer at rank %d (attach one with MPIX_Am_win_buffer_attach)", fn, seg_stage,
-                 SYSTEM_BUF_BYTES, target);
+        if (unit == 1)
+            snprintf(msg, sizeof msg, "%s: a segment of %zu bytes (input + output) is larger than the system buffer "
+                     "(%d) and every user buffer at rank %d (attach one with MPIX_Am_win_buffer_attach)", fn,
+                     seg_stage, SYSTEM_BUF_BYTES, target);
+        else /* a derived type's AM: the unit is all of it */
+            snprintf(msg, sizeof msg, "%s: an AM with a derived datatype goes whole, and its %d segments of %zu bytes "
+                     "(input + output) are more than the system buffer (%d) or any user buffer at rank %d holds "
+                     "(attach a larger one with MPIX_Am_win_buffer_attach, or send fewer segments per AM)", fn, unit,
+                     seg_stage, SYSTEM_BUF_BYTES, target);
         return am_fail(rc, msg);
     }
     return rc;

@@ -533,6 +533,14 @@ int main(int argc, char **argv)
     rc = MPI_Win_fence(0, win);
     CHECK(rc == MPI_SUCCESS, "derived-type AM returned %d", rc);
     for (int i = 0; i < 8; i++) CHECK(sout[i] == (i % 2 ? 99 : i + 1), "derived-type AM out[%d] = %d", i, sout[i]);
+    /* a derived type's AM goes whole: 2000 segments of 32 B staged fit no buffer there,
+     * though one segment does (the test command checks that the error line says so) */
+    enum { DSEG = 2000 };
+    static int dbig[DSEG * 8], dout[DSEG * 8];
+    rc = MPIX_Am(dbig, 1, strided, dout, 1, strided, DSEG, target, 0, 0, MPI_INT, op_abs, win);
+    CHECK(rc == MPI_ERR_BUFFER, "derived-type AM larger than every buffer: rc %d", rc);
+    rc = MPI_Win_fence(0, win);
+    CHECK(rc == MPI_SUCCESS && dout[0] == 0, "fence after a refused derived-type AM: rc %d", rc);
     MPI_Type_free(&strided);
 
     /* remote search under lock/flush/unlock: rank 0 queries every target */

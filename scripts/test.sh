@@ -226,7 +226,8 @@ am_main() {
     out=$(timeout 60 mpirun -np 4 --mca pml ubermatch build/mpix_am_test 2>&1) || { echo "$out" | tail -n 20; return 1; }
     echo "$out" | tail -n 1
     for line in "an AM handler returned 16 (MPI_ERR_OTHER" "MPIX_Am: handler 99 unknown or of the other kind" \
-        "an AM's target location lay outside every region attached to the target's dynamic window"; do
+        "an AM's target location lay outside every region attached to the target's dynamic window" \
+        "MPIX_Am: an AM with a derived datatype goes whole, and its 2000 segments of 32 bytes"; do
         [ "$(echo "$out" | grep -cF "mpix_am: $line")" -ge 4 ] ||
             { echo "no line \"mpix_am: $line\" from each of the 4 ranks"; return 1; }
     done
@@ -243,6 +244,19 @@ suite "active messages without pml/ubermatch's arrival hook (np 4, MPIX_AM_NO_PM
     timeout 60 mpirun -np 4 -x MPIX_AM_NO_PML_HOOKS=1 --mca pml ubermatch build/mpix_am_test
 suite "active messages served only inside the intercepted calls, as under another MPI (np 4, MPIX_AM_NO_PROGRESS_HOOK)" \
     timeout 60 mpirun -np 4 -x MPIX_AM_NO_PROGRESS_HOOK=1 --mca pml ubermatch build/mpix_am_test
+# Random epochs of random AMs, every output and count checked: seeds 1-3 through
+# the shared-memory rings, 4-5 with every message a UCX rendezvous one.
+am_random() {
+    local seed rndv
+    for seed in 1 2 3 4 5; do
+        rndv=
+        [ $seed -ge 4 ] && rndv="--mca pml_ubermatch_shm_eager_limit 0 --mca pml_ubermatch_ucx_rndv_thresh 64"
+        # shellcheck disable=SC2086
+        timeout 60 mpirun -np 4 --mca pml ubermatch $rndv build/mpix_am_random_test 300 $seed || return 1
+    done
+}
+suite "active messages at random (np 4, 5 seeds of 300 epochs: fence, lock_all, locks, PSCW, flushes, Accumulate, buffers swapped)" \
+    am_random
 suite "active messages under MPI_THREAD_MULTIPLE (np 4, 3 threads a rank: own windows, one shared, a target in MPI_Recv)" \
     timeout 60 mpirun -np 4 --mca pml ubermatch build/mpix_am_thread_test 3
 suite "active messages under MPI_THREAD_MULTIPLE without the arrival hook (np 3, 4 threads a rank)" \
