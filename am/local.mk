@@ -23,4 +23,4 @@ mpix_am_bench_SOURCES = bench/am/am_bench.c
 mpix_am_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/am
 mpix_am_bench_CFLAGS = $(UM_MPI_CFLAGS)
 mpix_am_bench_LDADD = libmpix_am.la $(MPI_LIBS)
-EXTRA_DIST += bench/am/run.sh am/tsan-threads.sh
+EXTRA_DIST += bench/am/run.sh am/tsan-threads.sh am/asan.sh

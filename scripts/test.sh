@@ -263,6 +263,8 @@ suite "active messages under MPI_THREAD_MULTIPLE without the arrival hook (np 3,
     timeout 60 mpirun -np 3 -x MPIX_AM_NO_PML_HOOKS=1 --mca pml ubermatch build/mpix_am_thread_test 4
 suite "active messages under MPI_THREAD_MULTIPLE and ThreadSanitizer (np 3, 4 threads a rank, with and without the hook)" \
     am/tsan-threads.sh build
+suite "active messages under AddressSanitizer and UBSan (np 4: the test program, the random test with two seeds)" \
+    am/asan.sh build
 suite "proxy applications (np 4, colpnp, timers)" examples/proxies/smoke.sh build
 suite "matching traces: record fds (np 4), replay through every backend, bad input" replay/test-replay.sh build
 
