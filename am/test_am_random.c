@@ -109,7 +109,7 @@ static void check_outputs(int round)
 }
 
 /* One random AM (and now and then an accumulate) to t on window k. */
-static void issue(MPI_Win w, int k, int t, MPIX_Am_op map, MPIX_Am_op odd, MPI_Datatype *derived)
+static void issue(MPI_Win w, int k, int t, MPIX_Am_op map, MPIX_Am_op odd)
 {
     static const int segs[] = { 1, 2, 7, 50, 203, 204, 205, 300, 409, 1000, 2500 };
     if (ncalls == MAX_AMS) return;
@@ -134,10 +134,11 @@ static void issue(MPI_Win w, int k, int t, MPIX_Am_op map, MPIX_Am_op odd, MPI_D
                       w);
     } else if (n * 2 * sizeof(int) <= 8192 && draw(4) == 0) { /* a derived input type: the AM goes as one
                                                                  * unit, here one the system buffer holds */
-        MPI_Type_contiguous(a->per, MPI_INT, derived);
-        MPI_Type_commit(derived);
-        rc = MPIX_Am(a->in, 1, *derived, a->out, a->per, MPI_INT, a->nseg, t, 0, SLOTS, MPI_INT, map, w);
-        MPI_Type_free(derived);
+        MPI_Datatype derived;
+        MPI_Type_contiguous(a->per, MPI_INT, &derived);
+        MPI_Type_commit(&derived);
+        rc = MPIX_Am(a->in, 1, derived, a->out, a->per, MPI_INT, a->nseg, t, 0, SLOTS, MPI_INT, map, w);
+        MPI_Type_free(&derived);
     } else {
         rc = MPIX_Am(a->in, a->per, MPI_INT, a->out, a->per, MPI_INT, a->nseg, t, 0, SLOTS, MPI_INT, map, w);
     }
@@ -194,7 +195,6 @@ int main(int argc, char **argv)
     }
     MPI_Group all;
     MPI_Comm_group(MPI_COMM_WORLD, &all);
-    MPI_Datatype derived;
     for (int round = 0; round < rounds; round++) {
         rng = (uint64_t)seed * 1000003u + (uint64_t)round; /* the same window and epoch on every rank */
         int k = (int)draw(NWIN), epoch = (int)draw(5);
@@ -207,7 +207,7 @@ int main(int argc, char **argv)
                 MPI_Win_post(all, 0, w);
                 MPI_Win_start(all, 0, w);
             }
-            for (int i = 0; i < n; i++) issue(w, k, (int)draw((unsigned)size), map, odd, &derived);
+            for (int i = 0; i < n; i++) issue(w, k, (int)draw((unsigned)size), map, odd);
             if (epoch == 0) MPI_Win_fence(0, w);
             else {
                 MPI_Win_complete(w);
@@ -217,7 +217,7 @@ int main(int argc, char **argv)
             MPI_Win_lock_all(0, w);
             for (int i = 0; i < n; i++) {
                 int t = (int)draw((unsigned)size);
-                issue(w, k, t, map, odd, &derived);
+                issue(w, k, t, map, odd);
                 if (draw(3) == 0) draw(2) ? MPI_Win_flush_all(w) : MPI_Win_flush(t, w);
             }
             MPI_Win_unlock_all(w);
@@ -225,7 +225,7 @@ int main(int argc, char **argv)
             int t = (int)draw((unsigned)size);
             MPI_Win_lock(epoch == 2 ? MPI_LOCK_SHARED : MPI_LOCK_EXCLUSIVE, t, 0, w);
             for (int i = 0; i < n; i++) {
-                issue(w, k, t, map, odd, &derived);
+                issue(w, k, t, map, odd);
                 if (draw(3) == 0) MPI_Win_flush(t, w);
             }
             MPI_Win_unlock(t, w);
