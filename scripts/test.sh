@@ -245,7 +245,8 @@ suite "active messages without pml/ubermatch's arrival hook (np 4, MPIX_AM_NO_PM
 suite "active messages served only inside the intercepted calls, as under another MPI (np 4, MPIX_AM_NO_PROGRESS_HOOK)" \
     timeout 60 mpirun -np 4 -x MPIX_AM_NO_PROGRESS_HOOK=1 --mca pml ubermatch build/mpix_am_test
 # Random epochs of random AMs, every output and count checked: seeds 1-3 through
-# the shared-memory rings, 4-5 with every message a UCX rendezvous one.
+# the shared-memory rings, 4-5 with every message a UCX rendezvous one, 6 without
+# the progress hook (the epochs in whose calls MPI waits for no other rank).
 am_random() {
     local seed rndv
     for seed in 1 2 3 4 5; do
@@ -254,8 +255,9 @@ am_random() {
         # shellcheck disable=SC2086
         timeout 60 mpirun -np 4 --mca pml ubermatch $rndv build/mpix_am_random_test 300 $seed || return 1
     done
+    timeout 60 mpirun -np 4 -x MPIX_AM_NO_PROGRESS_HOOK=1 --mca pml ubermatch build/mpix_am_random_test 300 6 served
 }
-suite "active messages at random (np 4, 5 seeds of 300 epochs: fence, lock_all, locks, PSCW, flushes, Accumulate, buffers swapped)" \
+suite "active messages at random (np 4, 6 seeds of 300 epochs: fence, lock_all, locks, PSCW, flushes, Accumulate, buffers swapped)" \
     am_random
 suite "active messages under MPI_THREAD_MULTIPLE (np 4, 3 threads a rank: own windows, one shared, a target in MPI_Recv)" \
     timeout 60 mpirun -np 4 --mca pml ubermatch build/mpix_am_thread_test 3
