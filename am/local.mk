@@ -10,13 +10,13 @@ libmpix_am_la_CFLAGS = $(UM_MPI_CFLAGS)
 libmpix_am_la_LIBADD = $(MPI_LIBS) -ldl
 
 noinst_PROGRAMS += mpix_am_test mpix_am_thread_test mpix_am_random_test mpix_am_bench
-mpix_am_test_SOURCES = am/test_am.c am/test_amv.c am/test_am.h
+mpix_am_test_SOURCES = am/test_am.c am/test_amv.c am/test_am.h am/test_check.h
 mpix_am_test_CFLAGS = $(UM_MPI_CFLAGS)
 mpix_am_test_LDADD = libmpix_am.la $(MPI_LIBS)
-mpix_am_thread_test_SOURCES = am/test_am_threads.c
+mpix_am_thread_test_SOURCES = am/test_am_threads.c am/test_check.h
 mpix_am_thread_test_CFLAGS = $(UM_MPI_CFLAGS)
 mpix_am_thread_test_LDADD = libmpix_am.la $(MPI_LIBS) -lpthread
-mpix_am_random_test_SOURCES = am/test_am_random.c
+mpix_am_random_test_SOURCES = am/test_am_random.c am/test_check.h
 mpix_am_random_test_CFLAGS = $(UM_MPI_CFLAGS)
 mpix_am_random_test_LDADD = libmpix_am.la $(MPI_LIBS)
 mpix_am_bench_SOURCES = bench/am/am_bench.c

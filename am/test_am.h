@@ -2,11 +2,9 @@
 #ifndef TEST_AM_H
 #define TEST_AM_H
 #include "mpix_am.h"
+#include "test_check.h"
 #include <stdio.h>
 #include <string.h>
-
-#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); MPI_Abort(MPI_COMM_WORLD, 1); } } while (0)
 
 /* the window: [0] AM element count, [1] accumulate target, then PER_RANK keys of KEY bytes */
 enum { KEY = 16, PER_RANK = 64 };

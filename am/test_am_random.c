@@ -19,18 +19,11 @@
 #include <string.h>
 
 #include "mpix_am.h"
+#include "test_check.h"
 
 enum { SLOTS = 256, ACC = 8, NWIN = 3, MAX_AMS = 40, MAX_RANKS = 64 };
 
 static int rank, size;
-
-#define FAIL(...)                                                                                                      \
-    do {                                                                                                               \
-        fprintf(stderr, "mpix_am_random: rank %d: ", rank);                                                            \
-        fprintf(stderr, __VA_ARGS__);                                                                                  \
-        fprintf(stderr, "\n");                                                                                         \
-        MPI_Abort(MPI_COMM_WORLD, 1);                                                                                  \
-    } while (0)
 
 static uint64_t rng;
 static unsigned draw(unsigned n)
@@ -95,16 +88,17 @@ static void check_outputs(int round)
             const int *in = a->in + (size_t)s * (size_t)a->per, *o = a->out + (size_t)s * (size_t)a->per;
             int k = 0;
             for (int i = 0; i < a->per; i++) {
-                if (!a->vector && o[i] != 3 * in[i] + 1)
-                    FAIL("round %d, MPIX_Am %d, segment %d of %d, element %d: %d, expected %d", round, c, s, a->nseg,
-                         i, o[i], 3 * in[i] + 1);
-                if (a->vector && (in[i] & 1) && o[k++] != 2 * in[i])
-                    FAIL("round %d, MPIX_Amv %d, segment %d of %d, output %d: %d, expected %d", round, c, s,
-                         a->nseg, k - 1, o[k - 1], 2 * in[i]);
+                if (!a->vector) {
+                    CHECK(o[i] == 3 * in[i] + 1, "round %d, MPIX_Am %d, segment %d of %d, element %d: %d, expected %d",
+                          round, c, s, a->nseg, i, o[i], 3 * in[i] + 1);
+                } else if (in[i] & 1) {
+                    CHECK(o[k] == 2 * in[i], "round %d, MPIX_Amv %d, segment %d of %d, output %d: %d, expected %d",
+                          round, c, s, a->nseg, k, o[k], 2 * in[i]);
+                    k++;
+                }
             }
-            if (a->vector && a->counts[s] != k)
-                FAIL("round %d, MPIX_Amv %d, segment %d of %d: count %d, expected %d", round, c, s, a->nseg,
-                     a->counts[s], k);
+            CHECK(!a->vector || a->counts[s] == k, "round %d, MPIX_Amv %d, segment %d of %d: count %d, expected %d",
+                  round, c, s, a->nseg, a->counts[s], k);
         }
         free(a->in);
         free(a->out);
@@ -126,7 +120,7 @@ static void issue(MPI_Win w, int k, int t, MPIX_Am_op map, MPIX_Am_op odd)
     a->in = malloc(n * sizeof(int));
     a->out = malloc(n * sizeof(int));
     a->counts = malloc((size_t)a->nseg * sizeof(int));
-    if (!a->in || !a->out || !a->counts) FAIL("out of memory");
+    CHECK(a->in && a->out && a->counts, "out of memory");
     int odd_share = (int)draw(5); /* in quarters: the generated share of MPIX_Amv */
     for (size_t i = 0; i < n; i++) {
         a->in[i] = 2 * (int)draw(100000) + ((int)draw(4) < odd_share);
@@ -147,7 +141,7 @@ static void issue(MPI_Win w, int k, int t, MPIX_Am_op map, MPIX_Am_op odd)
     } else {
         rc = MPIX_Am(a->in, a->per, MPI_INT, a->out, a->per, MPI_INT, a->nseg, t, 0, SLOTS, MPI_INT, map, w);
     }
-    if (rc != MPI_SUCCESS) FAIL("%s returned %d", a->vector ? "MPIX_Amv" : "MPIX_Am", rc);
+    CHECK(rc == MPI_SUCCESS, "%s returned %d", a->vector ? "MPIX_Amv" : "MPIX_Am", rc);
     if (draw(4) == 0) {
         int one = 1;
         MPI_Accumulate(&one, 1, MPI_INT, t, (MPI_Aint)((SLOTS + draw(ACC)) * sizeof(int)), 1, MPI_INT, MPI_SUM, w);
@@ -159,11 +153,11 @@ static void issue(MPI_Win w, int k, int t, MPIX_Am_op map, MPIX_Am_op odd)
 static void *user_buffer[NWIN];
 static void swap_buffer(MPI_Win w, int k, int bytes)
 {
-    if (user_buffer[k] && MPIX_Am_win_buffer_detach(user_buffer[k], w) != MPI_SUCCESS) FAIL("detach failed");
+    CHECK(!user_buffer[k] || MPIX_Am_win_buffer_detach(user_buffer[k], w) == MPI_SUCCESS, "detach failed");
     free(user_buffer[k]);
     user_buffer[k] = bytes ? malloc((size_t)bytes) : NULL;
-    if (bytes && (!user_buffer[k] || MPIX_Am_win_buffer_attach(user_buffer[k], bytes, w) != MPI_SUCCESS))
-        FAIL("attach of %d bytes failed", bytes);
+    CHECK(!bytes || (user_buffer[k] && MPIX_Am_win_buffer_attach(user_buffer[k], bytes, w) == MPI_SUCCESS),
+          "attach of %d bytes failed", bytes);
 }
 
 int main(int argc, char **argv)
@@ -174,9 +168,9 @@ int main(int argc, char **argv)
     int rounds = argc > 1 ? atoi(argv[1]) : 300;
     unsigned seed = argc > 2 ? (unsigned)atoi(argv[2]) : 1;
     const char *epochs = argc > 3 ? argv[3] : "all";
-    if (size > MAX_RANKS) FAIL("at most %d ranks", MAX_RANKS);
-    if (rounds < 1 || (strcmp(epochs, "all") && strcmp(epochs, "served")))
-        FAIL("usage: mpix_am_random_test [ROUNDS >= 1] [SEED] [all|served]");
+    CHECK(size <= MAX_RANKS, "at most %d ranks", MAX_RANKS);
+    CHECK(rounds >= 1 && (!strcmp(epochs, "all") || !strcmp(epochs, "served")),
+          "usage: mpix_am_random_test [ROUNDS >= 1] [SEED] [all|served]");
     const int served = !strcmp(epochs, "served");
     MPIX_Am_op map, odd;
     MPIX_Am_op_create(count_map, &map);
@@ -196,7 +190,7 @@ int main(int argc, char **argv)
             }
         }
         if (k == 2) MPI_Info_set(info, "am_pack_threshold", "0.5");
-        if (!(mem[k] = calloc(SLOTS + ACC, sizeof(int)))) FAIL("out of memory");
+        CHECK((mem[k] = calloc(SLOTS + ACC, sizeof(int))) != NULL, "out of memory");
         MPI_Win_create(mem[k], (SLOTS + ACC) * sizeof(int), 1, info, MPI_COMM_WORLD, &win[k]);
         MPI_Info_free(&info);
         /* the hinted window must hold what it promises every origin */
@@ -251,10 +245,10 @@ int main(int argc, char **argv)
         MPI_Win_unlock(rank, win[k]);
         long long acc = 0;
         for (int s = 0; s < SLOTS; s++)
-            if (mem[k][s] != total[rank][s])
-                FAIL("window %d, slot %d: %d AMs' elements counted, %lld sent", k, s, mem[k][s], total[rank][s]);
+            CHECK(mem[k][s] == total[rank][s], "window %d, slot %d: %d AMs' elements counted, %lld sent", k, s,
+                  mem[k][s], total[rank][s]);
         for (int s = 0; s < ACC; s++) acc += mem[k][SLOTS + s];
-        if (acc != acc_total[rank]) FAIL("window %d: %lld accumulated, %lld sent", k, acc, acc_total[rank]);
+        CHECK(acc == acc_total[rank], "window %d: %lld accumulated, %lld sent", k, acc, acc_total[rank]);
     }
     for (int k = 0; k < NWIN; k++) {
         swap_buffer(win[k], k, 0);

@@ -16,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); MPI_Abort(MPI_COMM_WORLD, 1); } } while (0)
+#include "test_check.h"
 
 enum { MAXT = 16, MAXR = 16, ROUNDS = 20, PER = 40, SEG = 4 };
 static int rank, size, nthreads = 3;
